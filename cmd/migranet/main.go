@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `migranet: a dedicated live-migration network for KubeVirt.
+
+Usage:
+  migranet manager [flags]   run the controllers and admission webhooks (in-cluster or --kubeconfig)
+  migranet dev [flags]       run the manager out of cluster: self-signed webhook certificate,
+                             CRD and webhook configuration registered by itself
+  migranet validate [flags] FILE...
+                             validate Setting objects offline
+
+Run 'migranet <command> -h' for a command's flags.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "manager":
+		return runManager(args[1:], stderr, false)
+	case "dev":
+		return runManager(args[1:], stderr, true)
+	case "validate":
+		return runValidate(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "migranet: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

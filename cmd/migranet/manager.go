@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/webhook"
+)
+
+// managerFlags are the manager's command-line options.
+type managerFlags struct {
+	kubeconfig        string
+	kubevirtNamespace string
+	webhookHost       string
+	webhookPort       int
+	certDir           string
+	metricsAddr       string
+	probeAddr         string
+	leaderElect       bool
+	leaderElectionNS  string
+	zap               zap.Options
+}
+
+func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags, error) {
+	f := &managerFlags{}
+	name := "migranet manager"
+	if dev {
+		name = "migranet dev"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster configuration")
+	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", "kubevirt", "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
+	fs.StringVar(&f.webhookHost, "webhook-host", "", "address the webhook server binds (default all; dev: 127.0.0.1)")
+	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "port of the webhook server (dev: 0 picks a free one)")
+	fs.StringVar(&f.certDir, "cert-dir", "", "directory with tls.crt and tls.key for the webhook server (dev: generated when empty)")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address of the authenticated HTTPS metrics endpoint; 0 disables it")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
+	fs.BoolVar(&f.leaderElect, "leader-elect", !dev, "elect a leader among replicas before running controllers (webhooks run on every replica)")
+	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election lease (default: the pod's namespace)")
+	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
+	f.zap.Development = dev
+	f.zap.BindFlags(zfs)
+	zfs.VisitAll(func(fl *flag.Flag) { fs.Var(fl.Value, fl.Name, fl.Usage) })
+	if dev {
+		f.webhookHost, f.webhookPort, f.metricsAddr, f.probeAddr = "127.0.0.1", 0, "0", "127.0.0.1:0"
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%s takes no arguments, got %q", name, fs.Args())
+	}
+	return f, nil
+}
+
+func runManager(args []string, stderr io.Writer, dev bool) int {
+	f, err := parseManagerFlags(args, stderr, dev)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		fmt.Fprintln(stderr, "migranet:", err)
+		return 2
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), zap.WriteTo(stderr)))
+	if err := startManager(ctrl.SetupSignalHandler(), f, dev); err != nil {
+		fmt.Fprintln(stderr, "migranet:", err)
+		return 1
+	}
+	return 0
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+func startManager(ctx context.Context, f *managerFlags, dev bool) error {
+	log := ctrl.Log.WithName("setup")
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the cluster configuration: %w", err)
+	}
+	cfg.UserAgent = "migranet"
+	scheme, err := webhook.NewScheme()
+	if err != nil {
+		return err
+	}
+	var local *devSetup
+	if dev {
+		if local, err = prepareDev(ctx, cfg, scheme, f); err != nil {
+			return err
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme,
+		Metrics: metricsserver.Options{
+			BindAddress:    f.metricsAddr,
+			SecureServing:  true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization,
+		},
+		WebhookServer:           ctrlwebhook.NewServer(ctrlwebhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.certDir}),
+		HealthProbeBindAddress:  f.probeAddr,
+		LeaderElection:          f.leaderElect,
+		LeaderElectionID:        "migranet.io",
+		LeaderElectionNamespace: f.leaderElectionNS,
+		GracefulShutdownTimeout: ptr(15 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := webhook.Setup(mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace}); err != nil {
+		return fmt.Errorf("setting up webhooks: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+	if local != nil {
+		if err := mgr.Add(local); err != nil {
+			return err
+		}
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return settings.EnsureOwned(ctx, mgr.GetClient())
+	})); err != nil {
+		return err
+	}
+	log.Info("starting manager", "kubevirtNamespace", f.kubevirtNamespace, "dev", dev)
+	return mgr.Start(ctx)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+const validateUsage = `Usage: migranet validate [--nodes FILE] [--kubevirt FILE] [-o text|json] FILE...
+
+Validates migranet Setting objects offline with the rules the admission webhook applies.
+FILEs hold Settings as multi-document YAML or JSON, or as a List. Without --nodes the checks
+that need the cluster (cluster network on every eligible node, one address per node) are skipped.
+
+Output: one line per problem, "setting/<name>: <field>: <message>", and
+"setting/<name>: warning: <message>"; -o json prints a JSON array instead.
+Exit status: 0 all settings valid, 1 a setting is invalid, 2 unreadable input or bad usage.
+
+Flags:
+`
+
+// exit codes of runValidate.
+const (
+	exitValid   = 0
+	exitInvalid = 1
+	exitUsage   = 2
+)
+
+// problem is one line of output.
+type problem struct {
+	Setting string `json:"setting"`
+	Field   string `json:"field"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	File    string `json:"file"`
+}
+
+// warningType is the "type" of a warning in -o json output.
+const warningType = "Warning"
+
+func runValidate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("migranet validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nodesFile := fs.String("nodes", "", "file of Node objects (multi-document or a List), e.g. from `kubectl get nodes -o yaml`")
+	kubevirtFile := fs.String("kubevirt", "", "file holding the KubeVirt CR, for spec.workloads.nodePlacement.nodeSelector")
+	output := fs.String("o", "text", "output format: text or json")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), validateUsage)
+		fs.PrintDefaults()
+	}
+	files, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitValid
+	}
+	if err != nil {
+		return exitUsage
+	}
+	if *output != "text" && *output != "json" {
+		fmt.Fprintf(stderr, "migranet validate: -o must be text or json, not %q\n", *output)
+		return exitUsage
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "migranet validate: no FILE given")
+		fs.Usage()
+		return exitUsage
+	}
+	note := func(format string, a ...any) { fmt.Fprintf(stderr, "migranet validate: "+format+"\n", a...) }
+
+	var docs []settingDoc
+	for _, f := range files {
+		d, err := readSettings(f, note)
+		if err != nil {
+			note("%v", err)
+			return exitUsage
+		}
+		docs = append(docs, d...)
+	}
+	if len(docs) == 0 {
+		note("no migranet.io Setting objects found in %s", strings.Join(files, ", "))
+		return exitUsage
+	}
+	cl, err := readCluster(*nodesFile, *kubevirtFile, note)
+	if err != nil {
+		note("%v", err)
+		return exitUsage
+	}
+
+	var problems []problem
+	invalid := false
+	for _, d := range docs {
+		errs, warns := d.errs, []string(nil)
+		if d.setting != nil {
+			var verrs field.ErrorList
+			verrs, warns = settings.ValidateSetting(d.setting, cl)
+			errs = append(errs, verrs...)
+		}
+		invalid = invalid || len(errs) > 0
+		for _, e := range errs {
+			problems = append(problems, problem{Setting: d.name, Field: e.Field, Type: string(e.Type), Message: e.ErrorBody(), File: d.where})
+		}
+		for _, w := range warns {
+			fld, msg := splitWarning(w)
+			problems = append(problems, problem{Setting: d.name, Field: fld, Type: warningType, Message: msg, File: d.where})
+		}
+	}
+	if err := printProblems(stdout, *output, problems); err != nil {
+		note("writing output: %v", err)
+		return exitUsage
+	}
+	if invalid {
+		return exitInvalid
+	}
+	return exitValid
+}
+
+// parseInterspersed parses flags that may appear before, between or after FILE arguments; "--"
+// ends flag parsing.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(files, rest...), nil
+		}
+		if len(rest) == 0 {
+			return files, nil
+		}
+		files = append(files, rest[0])
+		args = rest[1:]
+	}
+}
+
+func printProblems(w io.Writer, format string, problems []problem) error {
+	if format == "json" {
+		if problems == nil {
+			problems = []problem{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(problems)
+	}
+	var b strings.Builder
+	for _, p := range problems {
+		if p.Type == warningType {
+			fmt.Fprintf(&b, "setting/%s: warning: %s\n", p.Setting, joinField(p.Field, p.Message))
+			continue
+		}
+		fmt.Fprintf(&b, "setting/%s: %s: %s\n", p.Setting, p.Field, p.Message)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// splitWarning separates the field path settings puts in front of a warning ("value.range: …").
+func splitWarning(w string) (fld, msg string) {
+	if i := strings.Index(w, ": "); i > 0 && !strings.ContainsAny(w[:i], " \t") {
+		return w[:i], w[i+2:]
+	}
+	return "", w
+}
+
+func joinField(fld, msg string) string {
+	if fld == "" {
+		return msg
+	}
+	return fld + ": " + msg
+}
+
+// settingDoc is a Setting read from a file, or what kept it from being read.
+type settingDoc struct {
+	name    string
+	where   string
+	setting *v1beta1.Setting // nil when errs explain why it could not be decoded
+	errs    field.ErrorList
+}
+
+// object is one decoded document or List item.
+type object struct {
+	where string
+	raw   json.RawMessage
+	kind  string
+	group string // API group of apiVersion ("" for core)
+}
+
+type typeMeta struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Items      []json.RawMessage `json:"items"`
+}
+
+// readObjects reads every document of path, expanding Lists (kind List or <Kind>List; items of a
+// typed list without kind get the list's element kind).
+func readObjects(path string) ([]object, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []object
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: document %d: %v", path, n, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+			continue
+		}
+		objs, err := expand(raw, fmt.Sprintf("%s: document %d", path, n), "", "", 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+}
+
+func expand(raw json.RawMessage, where, defaultAPIVersion, defaultKind string, depth int) ([]object, error) {
+	var tm typeMeta
+	if err := json.Unmarshal(raw, &tm); err != nil {
+		return nil, fmt.Errorf("%s: not a Kubernetes object: %v", where, err)
+	}
+	if tm.Kind == "" {
+		tm.Kind, tm.APIVersion = defaultKind, defaultAPIVersion
+	}
+	if tm.Kind == "" {
+		return nil, fmt.Errorf("%s: object has no kind", where)
+	}
+	if strings.HasSuffix(tm.Kind, "List") && depth < 2 {
+		var out []object
+		elem := strings.TrimSuffix(tm.Kind, "List") // "" for a v1 List: its items carry their own kind
+		for i, item := range tm.Items {
+			objs, err := expand(item, fmt.Sprintf("%s item %d", where, i+1), tm.APIVersion, elem, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, objs...)
+		}
+		return out, nil
+	}
+	group := ""
+	if i := strings.LastIndexByte(tm.APIVersion, '/'); i >= 0 {
+		group = tm.APIVersion[:i]
+	}
+	return []object{{where: where, raw: raw, kind: tm.Kind, group: group}}, nil
+}
+
+// readSettings reads the migranet.io Settings of path; other objects are skipped with a note.
+func readSettings(path string, note func(string, ...any)) ([]settingDoc, error) {
+	objs, err := readObjects(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []settingDoc
+	for _, o := range objs {
+		if o.kind != "Setting" || o.group != v1beta1.GroupVersion.Group {
+			note("%s: skipping %s (not a %s Setting)", o.where, o.kind, v1beta1.GroupVersion.Group)
+			continue
+		}
+		out = append(out, decodeSetting(o))
+	}
+	return out, nil
+}
+
+// decodeSetting decodes a Setting strictly: unknown fields and wrong types are problems of that
+// setting, reported like validation errors.
+func decodeSetting(o object) settingDoc {
+	var loose struct {
+		Metadata struct {
+			Name any `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(o.raw, &loose)
+	name, _ := loose.Metadata.Name.(string)
+	d := settingDoc{name: name, where: o.where}
+	if name == "" {
+		d.name = "<unnamed>"
+	}
+	dec := json.NewDecoder(bytes.NewReader(o.raw))
+	dec.DisallowUnknownFields()
+	s := &v1beta1.Setting{}
+	err := dec.Decode(s)
+	if err == nil {
+		d.setting = s
+		return d
+	}
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		detail := fmt.Sprintf("must be a JSON %s, not %s", te.Type, te.Value)
+		if te.Field == "value" || te.Field == "default" {
+			detail += "; a Setting's value is a string holding JSON, so quote it, e.g. value: '{\"clusterNetwork\":\"migration\",...}'"
+		}
+		d.errs = field.ErrorList{field.TypeInvalid(field.NewPath(te.Field), te.Value, detail)}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		key := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		e := field.NotSupported(field.NewPath(key), key, []string{"apiVersion", "kind", "metadata", "value", "default", "status"})
+		e.Detail = "unknown field of a Setting; " + e.Detail
+		d.errs = field.ErrorList{e}
+	default:
+		d.errs = field.ErrorList{field.Invalid(field.NewPath("object"), shortText(o.raw), err.Error())}
+	}
+	return d
+}
+
+// readCluster builds the cluster for the dependent checks, or nil (with a note) without --nodes.
+func readCluster(nodesFile, kubevirtFile string, note func(string, ...any)) (*settings.Cluster, error) {
+	if nodesFile == "" {
+		note("warning: no --nodes given: skipping the checks that need the cluster's nodes " +
+			"(cluster network on every eligible node, one migration address per node)")
+		if kubevirtFile != "" {
+			note("warning: --kubevirt is only used together with --nodes")
+		}
+		return nil, nil
+	}
+	objs, err := readObjects(nodesFile)
+	if err != nil {
+		return nil, err
+	}
+	cl := &settings.Cluster{}
+	for _, o := range objs {
+		if o.kind != "Node" || o.group != "" {
+			note("%s: skipping %s (not a Node)", o.where, o.kind)
+			continue
+		}
+		n := &corev1.Node{}
+		if err := json.Unmarshal(o.raw, n); err != nil {
+			return nil, fmt.Errorf("%s: %v", o.where, err)
+		}
+		cl.Nodes = append(cl.Nodes, n)
+	}
+	if len(cl.Nodes) == 0 {
+		return nil, fmt.Errorf("%s: no Node objects found", nodesFile)
+	}
+	if kubevirtFile == "" {
+		return cl, nil
+	}
+	sel, err := readNodeSelector(kubevirtFile, note)
+	if err != nil {
+		return nil, err
+	}
+	cl.NodeSelector = sel
+	return cl, nil
+}
+
+// readNodeSelector reads spec.workloads.nodePlacement.nodeSelector of the KubeVirt CR in path.
+func readNodeSelector(path string, note func(string, ...any)) (map[string]string, error) {
+	objs, err := readObjects(path)
+	if err != nil {
+		return nil, err
+	}
+	var found *object
+	for i, o := range objs {
+		if o.kind != "KubeVirt" || o.group != "kubevirt.io" {
+			continue
+		}
+		if found != nil {
+			note("%s: ignoring another KubeVirt CR; using the one of %s", o.where, found.where)
+			continue
+		}
+		found = &objs[i]
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%s: no kubevirt.io KubeVirt object found", path)
+	}
+	var kv struct {
+		Spec struct {
+			Workloads *struct {
+				NodePlacement *struct {
+					NodeSelector map[string]string `json:"nodeSelector"`
+				} `json:"nodePlacement"`
+			} `json:"workloads"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(found.raw, &kv); err != nil {
+		return nil, fmt.Errorf("%s: %v", found.where, err)
+	}
+	if w := kv.Spec.Workloads; w != nil && w.NodePlacement != nil {
+		return w.NodePlacement.NodeSelector, nil
+	}
+	return nil, nil
+}
+
+// shortText is the start of raw, for error messages.
+func shortText(raw []byte) string {
+	const limit = 60
+	if len(raw) <= limit {
+		return string(raw)
+	}
+	return string(raw[:limit]) + "..."
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+func td(name string) string { return filepath.Join("testdata", "validate", name) }
+
+func runV(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = runValidate(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestValidateExitCodes(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     []string // substrings; nil means stdout must be empty
+		stderr     []string // substrings
+		noStderr   []string
+		exactLines int // number of stdout lines when > 0
+	}{
+		{name: "valid without nodes", args: []string{td("valid.yaml")}, code: 0,
+			stderr: []string{"warning: no --nodes given: skipping", "document 3: skipping ConfigMap"}},
+		{name: "valid with nodes", args: []string{"--nodes", td("nodes.yaml"), td("valid.yaml")}, code: 0,
+			noStderr: []string{"no --nodes"}},
+		{name: "flags after files", args: []string{td("valid.yaml"), "-nodes", td("nodes.yaml"), "-o", "text"}, code: 0,
+			noStderr: []string{"no --nodes"}},
+		{name: "v1 List in JSON", args: []string{td("list.json")}, code: 0},
+		{name: "typed SettingList", args: []string{td("settinglist.yaml")}, code: 0},
+		{name: "several files", args: []string{td("valid.yaml"), td("list.json"), td("settinglist.yaml")}, code: 0},
+		{name: "headroom warning is not an error", args: []string{"--nodes", td("nodes.yaml"), td("tight.yaml")}, code: 0,
+			stdout: []string{"setting/vm-migration-network: warning: value.range: only 2 usable addresses for 2 eligible nodes"}, exactLines: 1},
+		{name: "cluster network missing on a node", args: []string{"--nodes", td("nodes-missing.json"), td("valid.yaml")}, code: 1,
+			stdout:     []string{`setting/vm-migration-network: value.clusterNetwork: Invalid value: "migration": cluster network "migration" is missing on 1 of 3 eligible nodes`, ": gpu-1;"},
+			exactLines: 1},
+		{name: "nodePlacement excludes that node", args: []string{"--nodes", td("nodes-missing.json"), "--kubevirt", td("kubevirt.yaml"), td("valid.yaml")}, code: 0},
+		{name: "too few addresses", args: []string{"--nodes", td("nodes-missing.json"), td("tight.yaml")}, code: 1,
+			stdout: []string{"value.range", "has 2 usable addresses", "3 eligible nodes"}},
+		{name: "kubevirt without nodes is unused", args: []string{"--kubevirt", td("kubevirt.yaml"), td("valid.yaml")}, code: 0,
+			stderr: []string{"--kubevirt is only used together with --nodes"}},
+		{name: "invalid settings", args: []string{td("invalid.yaml")}, code: 1,
+			stdout: []string{"setting/vm-migration-network: value.vlan: Invalid value: 4095", "setting/storage-network: metadata.name: Unsupported value"}},
+		{name: "setting with a YAML object as value and a spec", args: []string{td("value-object.yaml")}, code: 1,
+			stdout: []string{"setting/vm-migration-network: value: Invalid value: \"object\": must be a JSON string, not object; a Setting's value is a string holding JSON, so quote it",
+				`setting/migration-policy: spec: Unsupported value: "spec": unknown field of a Setting`}, exactLines: 2},
+		// exit 2
+		{name: "no file", args: nil, code: 2, stderr: []string{"no FILE given", "Usage: migranet validate"}},
+		{name: "missing file", args: []string{td("nope.yaml")}, code: 2, stderr: []string{"nope.yaml", "no such file"}},
+		{name: "unreadable YAML", args: []string{td("valid.yaml"), td("broken.yaml")}, code: 2, stderr: []string{"broken.yaml: document 1"}},
+		{name: "no settings at all", args: []string{td("configmap.yaml")}, code: 2, stderr: []string{"no migranet.io Setting objects found"}},
+		{name: "nodes file without nodes", args: []string{"--nodes", td("valid.yaml"), td("valid.yaml")}, code: 2,
+			stderr: []string{"no Node objects found"}},
+		{name: "kubevirt file without KubeVirt", args: []string{"--nodes", td("nodes.yaml"), "--kubevirt", td("nodes.yaml"), td("valid.yaml")}, code: 2,
+			stderr: []string{"no kubevirt.io KubeVirt object found"}},
+		{name: "missing nodes file", args: []string{"--nodes", td("nope.yaml"), td("valid.yaml")}, code: 2},
+		{name: "bad output format", args: []string{"-o", "yaml", td("valid.yaml")}, code: 2, stderr: []string{"-o must be text or json"}},
+		{name: "unknown flag", args: []string{"--frobnicate", td("valid.yaml")}, code: 2, stderr: []string{"flag provided but not defined"}},
+		{name: "flag without value", args: []string{td("valid.yaml"), "--nodes"}, code: 2, stderr: []string{"flag needs an argument"}},
+		{name: "double dash ends flags", args: []string{"--", "-o"}, code: 2, stderr: []string{"-o: no such file"}},
+		{name: "help", args: []string{"-h"}, code: 0, stderr: []string{"Usage: migranet validate", "-kubevirt"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runV(tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			if tc.stdout == nil && stdout != "" {
+				t.Errorf("unexpected stdout:\n%s", stdout)
+			}
+			for _, s := range tc.stdout {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+			for _, s := range tc.noStderr {
+				if strings.Contains(stderr, s) {
+					t.Errorf("stderr has %q:\n%s", s, stderr)
+				}
+			}
+			if n := strings.Count(stdout, "\n"); tc.exactLines > 0 && n != tc.exactLines {
+				t.Errorf("%d stdout lines, want %d:\n%s", n, tc.exactLines, stdout)
+			}
+		})
+	}
+}
+
+// TestValidateOutputGolden pins both output formats for a file with many problems.
+func TestValidateOutputGolden(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			code, stdout, _ := runV("-o", format, "--nodes", td("nodes-missing.json"), td("invalid.yaml"), td("tight.yaml"))
+			if code != 1 {
+				t.Fatalf("exit %d, want 1", code)
+			}
+			path := td("invalid." + format + ".golden")
+			if *updateGolden {
+				if err := os.WriteFile(path, []byte(stdout), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestValidateOutputGolden -update creates it)", err)
+			}
+			if d := gocmp.Diff(string(want), stdout); d != "" {
+				t.Errorf("output differs from %s (-want +got):\n%s", path, d)
+			}
+		})
+	}
+}
+
+func TestValidateJSONShape(t *testing.T) {
+	code, stdout, _ := runV("-o", "json", "--nodes", td("nodes.yaml"), td("invalid.yaml"), td("tight.yaml"))
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	var got []problem
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("not a JSON array of problems: %v\n%s", err, stdout)
+	}
+	kinds := map[string]int{}
+	for _, p := range got {
+		if p.Setting == "" || p.Type == "" || p.Message == "" || p.File == "" {
+			t.Errorf("incomplete entry %+v", p)
+		}
+		kinds[p.Type]++
+	}
+	if kinds[warningType] != 1 || kinds["FieldValueInvalid"] == 0 || kinds["FieldValueNotSupported"] != 1 || kinds["FieldValueDuplicate"] != 0 {
+		t.Errorf("entry types %v", kinds)
+	}
+	var warn problem
+	for _, p := range got {
+		if p.Type == warningType {
+			warn = p
+		}
+	}
+	if warn.Field != "value.range" || !strings.HasPrefix(warn.Message, "only 2 usable addresses") {
+		t.Errorf("warning entry %+v", warn)
+	}
+
+	// All valid: an empty array, exit 0.
+	code, stdout, _ = runV("-o", "json", td("valid.yaml"))
+	if code != 0 || strings.TrimSpace(stdout) != "[]" {
+		t.Errorf("valid input: exit %d, output %q", code, stdout)
+	}
+}

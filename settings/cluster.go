@@ -1,0 +1,93 @@
+package settings
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Node labels the migration network depends on.
+const (
+	// ClusterNetworkLabelPrefix + <cluster network> = "true" marks a node attached to that
+	// Harvester cluster network.
+	ClusterNetworkLabelPrefix = "network.harvesterhci.io/"
+	// WitnessLabel marks a Harvester witness node; witness nodes run no virt-handler.
+	WitnessLabel = "node-role.harvesterhci.io/witness"
+)
+
+// maxListedNodes bounds how many node names an error message lists.
+const maxListedNodes = 10
+
+// Cluster is what the cluster-dependent checks look at.
+type Cluster struct {
+	// Nodes of the cluster; nil entries are ignored.
+	Nodes []*corev1.Node
+	// NodeSelector is the KubeVirt CR's spec.workloads.nodePlacement.nodeSelector (nil when unset):
+	// virt-handler runs only on nodes carrying all of these labels.
+	NodeSelector map[string]string
+}
+
+// Eligible reports whether node runs virt-handler and so needs a migration address: it is not a
+// witness node (label WitnessLabel present, whatever its value) and carries every label of
+// nodeSelector with the same value.
+func Eligible(node *corev1.Node, nodeSelector map[string]string) bool {
+	if node == nil {
+		return false
+	}
+	if _, witness := node.Labels[WitnessLabel]; witness {
+		return false
+	}
+	for k, v := range nodeSelector {
+		if got, ok := node.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// HasClusterNetwork reports whether node is attached to clusterNetwork (label
+// network.harvesterhci.io/<clusterNetwork>: "true").
+func HasClusterNetwork(node *corev1.Node, clusterNetwork string) bool {
+	return node != nil && clusterNetwork != "" && node.Labels[ClusterNetworkLabelPrefix+clusterNetwork] == "true"
+}
+
+// EligibleNodes returns the names of cl's eligible nodes, sorted.
+func (cl *Cluster) EligibleNodes() []string {
+	if cl == nil {
+		return nil
+	}
+	var names []string
+	for _, n := range cl.Nodes {
+		if Eligible(n, cl.NodeSelector) {
+			names = append(names, n.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// missingClusterNetwork returns the sorted names of eligible nodes without clusterNetwork and the
+// number of eligible nodes.
+func (cl *Cluster) missingClusterNetwork(clusterNetwork string) (missing []string, eligible int) {
+	for _, n := range cl.Nodes {
+		if !Eligible(n, cl.NodeSelector) {
+			continue
+		}
+		eligible++
+		if !HasClusterNetwork(n, clusterNetwork) {
+			missing = append(missing, n.Name)
+		}
+	}
+	slices.Sort(missing)
+	return missing, eligible
+}
+
+// listNodes renders names as "a, b, c" with at most maxListedNodes names, then "and N more".
+func listNodes(names []string) string {
+	if len(names) <= maxListedNodes {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListedNodes], ", "), len(names)-maxListedNodes)
+}

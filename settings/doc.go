@@ -1,0 +1,12 @@
+// Package settings owns migranet's Setting values (API types in v1beta1/).
+//
+// For the vm-migration-network setting it owns: strict parsing of the value, its canonical form and
+// hash (Canonical, Hash), the pure validation rules (ValidateMigrationNetwork, ValidateSetting)
+// including the cluster-dependent ones over nodes and the KubeVirt node placement (Cluster,
+// Eligible, HasClusterNetwork), the arithmetic count of assignable migration addresses
+// (UsableAddresses), and the NetworkAttachmentDefinition rendered as a pure function of the
+// canonical value (RenderNAD, NADName). The webhook, the settings controller and
+// `migranet validate` all call these same functions, so a value is judged identically everywhere.
+//
+// Nothing here talks to an API server; the settings controller (controller*.go) does.
+package settings

@@ -1,0 +1,135 @@
+package settings
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Seed inputs live in testdata/fuzz/<FuzzName>/ (the files `go test -fuzz` reads and writes).
+
+// FuzzParseMigrationNetwork: parsing never panics; the canonical form re-parses without error to a
+// value with the same hash and canonical bytes; a value that is valid before canonicalisation is
+// valid after; rendering a valid value is deterministic.
+func FuzzParseMigrationNetwork(f *testing.F) {
+	f.Add(validValue)
+	f.Fuzz(func(t *testing.T, raw string) {
+		fld := field.NewPath("value")
+		m, perrs := ParseMigrationNetwork(raw, fld)
+		_, allErrs, _ := ParseAndValidateMigrationNetwork(raw, nil, fld)
+		if m == nil {
+			if strings.TrimSpace(raw) != "" && len(perrs) == 0 {
+				t.Fatalf("non-empty %q parsed to nil without error", raw)
+			}
+			return
+		}
+		canon := m.Canonical()
+		m2, errs2 := ParseMigrationNetwork(string(canon), fld)
+		if len(errs2) > 0 || m2 == nil {
+			t.Fatalf("canonical %s of %q does not re-parse: %v", canon, raw, errs2)
+		}
+		if m2.Hash() != m.Hash() || string(m2.Canonical()) != string(canon) {
+			t.Fatalf("canonical form unstable:\n %s\n %s", canon, m2.Canonical())
+		}
+		if len(allErrs) == 0 {
+			if verrs, _ := ValidateMigrationNetwork(m2, nil, fld); len(verrs) > 0 {
+				t.Fatalf("%q is valid but its canonical form %s is not: %v", raw, canon, verrs)
+			}
+			checkRender(t, m, m2)
+		}
+		_ = m.Summary()
+		_, _ = UsableAddresses(m)
+	})
+}
+
+// FuzzValidateMigrationNetwork: validation of arbitrary field values against a generated cluster
+// never panics; valid values stay valid once canonicalised, render deterministically, and have at
+// least one usable address per eligible node.
+func FuzzValidateMigrationNetwork(f *testing.F) {
+	f.Add("migration", 100, "192.168.100.0/24", "192.168.100.1/32", 9000, uint8(3), uint8(0), "")
+	f.Fuzz(func(t *testing.T, cn string, vlan int, rng, excl string, mtu int, nNodes, flags uint8, sel string) {
+		m := &MigrationNetwork{ClusterNetwork: cn, VLAN: vlan, Range: rng, MTU: mtu}
+		if excl != "" {
+			m.Exclude = strings.Split(excl, ",")
+		}
+		cl := fuzzCluster(cn, int(nNodes%24), flags, sel)
+		fld := field.NewPath("value")
+		errs, _ := ValidateMigrationNetwork(m, cl, fld)
+		_, _ = UsableAddresses(m)
+		_ = m.Summary()
+		if len(errs) > 0 {
+			return
+		}
+		m2, perrs := ParseMigrationNetwork(string(m.Canonical()), fld)
+		if len(perrs) > 0 {
+			t.Fatalf("canonical %s does not re-parse: %v", m.Canonical(), perrs)
+		}
+		if errs2, _ := ValidateMigrationNetwork(m2, cl, fld); len(errs2) > 0 {
+			t.Fatalf("valid %+v, canonical %s invalid: %v", m, m.Canonical(), errs2)
+		}
+		usable, err := UsableAddresses(m)
+		if err != nil {
+			t.Fatalf("valid value without an address count: %v", err)
+		}
+		if usable.Sign() <= 0 || usable.Cmp(bigInt(len(cl.EligibleNodes()))) < 0 {
+			t.Fatalf("valid value with %s usable addresses for %d nodes", usable, len(cl.EligibleNodes()))
+		}
+		checkRender(t, m, m2)
+	})
+}
+
+// fuzzCluster builds n nodes: flags bit 0 makes node 0 a witness, bit 1 takes the cluster network
+// off the last node, bit 2 applies sel=on as the node selector and labels odd nodes with it.
+func fuzzCluster(cn string, n int, flags uint8, sel string) *Cluster {
+	cl := &Cluster{}
+	if flags&4 != 0 {
+		cl.NodeSelector = map[string]string{"sel": sel}
+	}
+	for i := range n {
+		nd := &corev1.Node{}
+		nd.Name = fmt.Sprintf("node-%02d", i)
+		nd.Labels = map[string]string{ClusterNetworkLabelPrefix + cn: "true"}
+		if i == 0 && flags&1 != 0 {
+			nd.Labels[WitnessLabel] = ""
+		}
+		if i == n-1 && flags&2 != 0 {
+			delete(nd.Labels, ClusterNetworkLabelPrefix+cn)
+		}
+		if flags&4 != 0 && i%2 == 1 {
+			nd.Labels["sel"] = sel
+		}
+		cl.Nodes = append(cl.Nodes, nd)
+	}
+	return cl
+}
+
+// checkRender renders two equivalent values and checks the NADs are identical and well formed.
+func checkRender(t *testing.T, a, b *MigrationNetwork) {
+	t.Helper()
+	na, nb := RenderNAD(a, "kubevirt"), RenderNAD(b, "kubevirt")
+	if na.Name != nb.Name || na.Spec.Config != nb.Spec.Config || na.Labels[LabelHash] != nb.Labels[LabelHash] {
+		t.Fatalf("equivalent values render differently:\n%+v\n%+v", na, nb)
+	}
+	if len(na.Name) != len(NADNamePrefix)+NADHashChars || len(na.Labels[LabelHash]) != 63 {
+		t.Fatalf("bad NAD name or hash label: %q %q", na.Name, na.Labels[LabelHash])
+	}
+	var cfg struct {
+		Bridge string `json:"bridge"`
+		IPAM   struct {
+			Range string `json:"range"`
+		} `json:"ipam"`
+	}
+	if err := json.Unmarshal([]byte(na.Spec.Config), &cfg); err != nil {
+		t.Fatalf("config is not JSON: %v\n%s", err, na.Spec.Config)
+	}
+	if cfg.Bridge != BridgeName(a.ClusterNetwork) || len(cfg.Bridge) > 15 || cfg.IPAM.Range == "" {
+		t.Fatalf("config %s", na.Spec.Config)
+	}
+}
+
+func bigInt(n int) *big.Int { return big.NewInt(int64(n)) }

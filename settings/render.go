@@ -1,0 +1,118 @@
+package settings
+
+import (
+	"encoding/json"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Metadata migranet puts on the NetworkAttachmentDefinition it renders.
+const (
+	// NADNamePrefix + the first NADHashChars hex digits of the value's hash names the NAD.
+	NADNamePrefix = "vm-migration-network-"
+	NADHashChars  = 10
+
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "migranet"
+	// LabelHash holds HashLabelValue(hash): the first 63 hex digits of the SHA-256 (a label value
+	// is at most 63 characters). AnnotationHash holds all 64.
+	LabelHash      = "migranet.io/hash"
+	AnnotationHash = "migranet.io/hash"
+	// AnnotationSystemNetwork tells UIs the NAD is infrastructure, not a network to attach VMs to.
+	AnnotationSystemNetwork = "migranet.io/system-network"
+	// AnnotationHarvesterMigrationNetwork is the annotation Harvester puts on its own
+	// vm-migration-network NAD ("true"); Harvester treats NADs carrying it as not selectable or
+	// hot-pluggable for VMs.
+	AnnotationHarvesterMigrationNetwork = "vm-migration-network.settings.harvesterhci.io"
+
+	cniVersion = "0.3.1"
+)
+
+// NADName is the NetworkAttachmentDefinition name for a value hash: "vm-migration-network-" + its
+// first 10 hex digits (all of it when shorter).
+func NADName(hash string) string {
+	if len(hash) > NADHashChars {
+		hash = hash[:NADHashChars]
+	}
+	return NADNamePrefix + hash
+}
+
+// HashLabelValue fits a hash into a label value (at most 63 characters) by keeping its prefix.
+func HashLabelValue(hash string) string {
+	if len(hash) > 63 {
+		return hash[:63]
+	}
+	return hash
+}
+
+// bridgeConf is the bridge CNI configuration, fields in output order.
+type bridgeConf struct {
+	CNIVersion  string   `json:"cniVersion"`
+	Type        string   `json:"type"`
+	Bridge      string   `json:"bridge"`
+	PromiscMode bool     `json:"promiscMode"`
+	VLAN        int      `json:"vlan,omitempty"`
+	MTU         int      `json:"mtu,omitempty"`
+	IPAM        ipamConf `json:"ipam"`
+}
+
+type ipamConf struct {
+	Type    string   `json:"type"`
+	Range   string   `json:"range"`
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+// NADConfig is the spec.config of the rendered NAD:
+// {"cniVersion":"0.3.1","type":"bridge","bridge":"<cn>-br","promiscMode":true,"vlan":N,"mtu":N,
+// "ipam":{"type":"whereabouts","range":R,"exclude":[...]}}. vlan is omitted when 0 (the bridge
+// plugin treats a missing vlan and vlan 0 alike: no tagging), mtu when 0 (inherit), exclude when
+// empty. Range and excludes are in canonical form and order, so the bytes depend only on the
+// canonical value.
+func NADConfig(m *MigrationNetwork) string {
+	if m == nil {
+		return ""
+	}
+	c := m.canonicalCopy()
+	b, err := json.Marshal(bridgeConf{
+		CNIVersion:  cniVersion,
+		Type:        "bridge",
+		Bridge:      BridgeName(c.ClusterNetwork),
+		PromiscMode: true,
+		VLAN:        c.VLAN,
+		MTU:         c.MTU,
+		IPAM:        ipamConf{Type: "whereabouts", Range: c.Range, Exclude: c.Exclude},
+	})
+	if err != nil { // cannot happen for strings, ints and bools
+		return ""
+	}
+	return string(b)
+}
+
+// RenderNAD renders the NetworkAttachmentDefinition for m in namespace (KubeVirt's), as a pure
+// function of m's canonical value: name NADName(m.Hash()), labels managed-by and hash, annotations
+// full hash, system network and Harvester's migration-network marker, spec.config NADConfig(m).
+// Validate m first; RenderNAD renders whatever it is given. A nil m (disabled) renders nil.
+func RenderNAD(m *MigrationNetwork, namespace string) *nadv1.NetworkAttachmentDefinition {
+	if m == nil {
+		return nil
+	}
+	hash := m.Hash()
+	return &nadv1.NetworkAttachmentDefinition{
+		TypeMeta: metav1.TypeMeta{APIVersion: nadv1.SchemeGroupVersion.String(), Kind: "NetworkAttachmentDefinition"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      NADName(hash),
+			Namespace: namespace,
+			Labels: map[string]string{
+				LabelManagedBy: ManagedBy,
+				LabelHash:      HashLabelValue(hash),
+			},
+			Annotations: map[string]string{
+				AnnotationHash:                      hash,
+				AnnotationSystemNetwork:             "true",
+				AnnotationHarvesterMigrationNetwork: "true",
+			},
+		},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: NADConfig(m)},
+	}
+}

@@ -1,0 +1,68 @@
+package settings
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// OwnedSettings are the names of the settings migranet owns.
+var OwnedSettings = []string{v1beta1.MigrationNetwork, v1beta1.MigrationPolicy}
+
+// EffectiveValue is the value in force: Value when it holds more than whitespace, else Default.
+func EffectiveValue(s *v1beta1.Setting) string {
+	if s == nil {
+		return ""
+	}
+	if strings.TrimSpace(s.Value) != "" {
+		return s.Value
+	}
+	return s.Default
+}
+
+// ValidateSetting validates a Setting by name. vm-migration-network: value and default both get
+// every rule of ParseAndValidateMigrationNetwork (paths "value…" and "default…"). migration-policy:
+// value and default must each be empty or a JSON object (its schema comes later). Any other name is
+// an error on metadata.name. Warnings are prefixed with their field path.
+func ValidateSetting(s *v1beta1.Setting, cl *Cluster) (field.ErrorList, []string) {
+	if s == nil {
+		return field.ErrorList{field.Required(field.NewPath("metadata", "name"), "no Setting given")}, nil
+	}
+	var errs field.ErrorList
+	var warns []string
+	fields := []struct {
+		path *field.Path
+		raw  string
+	}{{field.NewPath("value"), s.Value}, {field.NewPath("default"), s.Default}}
+	switch s.Name {
+	case v1beta1.MigrationNetwork:
+		for _, f := range fields {
+			_, ferrs, fwarns := ParseAndValidateMigrationNetwork(f.raw, cl, f.path)
+			errs = append(errs, ferrs...)
+			warns = append(warns, fwarns...)
+		}
+	case v1beta1.MigrationPolicy:
+		for _, f := range fields {
+			errs = append(errs, validateMigrationPolicy(f.raw, f.path)...)
+		}
+	default:
+		e := field.NotSupported(field.NewPath("metadata", "name"), s.Name, OwnedSettings)
+		e.Detail = fmt.Sprintf("migranet owns only the settings %q and %q; %s",
+			v1beta1.MigrationNetwork, v1beta1.MigrationPolicy, e.Detail)
+		errs = append(errs, e)
+	}
+	return errs, warns
+}
+
+// validateMigrationPolicy accepts an empty value or a single JSON object (duplicate top-level keys
+// and trailing data are errors); its keys are defined by a later issue.
+func validateMigrationPolicy(raw string, fld *field.Path) field.ErrorList {
+	if strings.TrimSpace(raw) == "" {
+		return nil
+	}
+	_, errs := decodeObject(raw, fld, `{"key":"value"}`)
+	return errs
+}

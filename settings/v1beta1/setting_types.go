@@ -1,0 +1,101 @@
+package v1beta1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Names of the settings migranet owns.
+const (
+	// MigrationNetwork configures the dedicated live-migration network.
+	MigrationNetwork = "vm-migration-network"
+	// MigrationPolicy configures which migration admission rules are enforced.
+	MigrationPolicy = "migration-policy"
+)
+
+// Condition types on a Setting's status. The settings controller owns Configured, the network
+// controller owns Ready and IPCapacity; each writes only its own with server-side apply.
+const (
+	ConditionConfigured = "Configured"
+	ConditionReady      = "Ready"
+	ConditionIPCapacity = "IPCapacity"
+)
+
+// Setting is a cluster-scoped configuration value, edited with `kubectl edit`. The effective value
+// is Value when set, else Default.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Value",type=string,JSONPath=`.status.summary`,description="Effective value, summarised"
+// +kubebuilder:printcolumn:name="Configured",type=string,JSONPath=`.status.conditions[?(@.type=="Configured")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Setting struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Value is the setting's value as JSON text; empty means "use Default".
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Default is the value in force when Value is empty.
+	// +optional
+	Default string `json:"default,omitempty"`
+
+	// +optional
+	Status SettingStatus `json:"status,omitempty"`
+}
+
+// SettingStatus reports what the controllers did with the setting.
+type SettingStatus struct {
+	// Conditions: Configured (settings controller), Ready and IPCapacity (network controller).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Summary is a short human-readable form of the effective value, for `kubectl get`.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+	// AppliedHash is the hash of the canonical value that was fully applied to the cluster.
+	// +optional
+	AppliedHash string `json:"appliedHash,omitempty"`
+	// AppliedNetwork is the NetworkAttachmentDefinition the KubeVirt CR was pointed at, if any.
+	// +optional
+	AppliedNetwork string `json:"appliedNetwork,omitempty"`
+	// Nodes lists, per eligible node, its migration address or why it has none.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Nodes []NodeMigrationStatus `json:"nodes,omitempty"`
+	// Capacity counts addresses of the migration range.
+	// +optional
+	Capacity *IPCapacity `json:"capacity,omitempty"`
+}
+
+// NodeMigrationStatus is one eligible node's attachment to the migration network.
+type NodeMigrationStatus struct {
+	// Name of the node.
+	Name string `json:"name"`
+	// IP is the node's virt-handler migration0 address, when attached.
+	// +optional
+	IP string `json:"ip,omitempty"`
+	// Reason says why the node is not attached (NoPod, NotRolled, NoIP, OutOfRange), empty when it is.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// IPCapacity counts the addresses of the migration range.
+type IPCapacity struct {
+	// Usable is the number of assignable addresses (range minus network, broadcast and excludes).
+	Usable int64 `json:"usable"`
+	// Used is the number of addresses held by virt-handler pods.
+	Used int64 `json:"used"`
+	// Free is Usable minus Used.
+	Free int64 `json:"free"`
+}
+
+// SettingList is a list of Settings.
+//
+// +kubebuilder:object:root=true
+type SettingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Setting `json:"items"`
+}

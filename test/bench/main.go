@@ -1,0 +1,38 @@
+// Command bench is `make bench`: it runs every migranet measure in one process and prints one
+// summary line per measure, `bench <name>: ...`, each with its ratio against a baseline measured
+// in the same run. Pass measure names as arguments to run only those.
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+)
+
+type measure struct {
+	name string
+	run  func() ([]string, error)
+}
+
+func main() {
+	measures := []measure{
+		{"setting-validate", settingValidate},
+	}
+	failed := false
+	for _, m := range measures {
+		if len(os.Args) > 1 && !slices.Contains(os.Args[1:], m.name) {
+			continue
+		}
+		lines, err := m.run()
+		for _, l := range lines {
+			fmt.Println(l)
+		}
+		if err != nil {
+			fmt.Printf("bench %s: FAILED: %v\n", m.name, err)
+			failed = true
+		}
+	}
+	if failed {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,91 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CRDDirs are the folders whose CRDs every local cluster installs: KubeVirt's, the
+// NetworkAttachmentDefinition's, and migranet's own.
+func CRDDirs() []string {
+	root := RepoRoot()
+	return []string{filepath.Join(root, "test", "crds"), filepath.Join(root, "manifests", "crd")}
+}
+
+// InstallCRDs creates every CRD found in CRDDirs and waits until all are established.
+func (c *Cluster) InstallCRDs(ctx context.Context) error {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, dir := range CRDDirs() {
+		found, err := ReadCRDs(dir)
+		if err != nil {
+			return err
+		}
+		crds = append(crds, found...)
+	}
+	for _, crd := range crds {
+		if err := c.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+		}
+	}
+	for _, crd := range crds {
+		if err := waitEstablished(ctx, c.Client, crd.Name); err != nil {
+			return err
+		}
+	}
+	c.logf("%d CRDs established", len(crds))
+	return nil
+}
+
+// ReadCRDs decodes every CustomResourceDefinition in the YAML files below dir.
+func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := dec.Decode(crd); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if crd.Kind == "CustomResourceDefinition" {
+				out = append(out, crd)
+			}
+		}
+	})
+	return out, err
+}
+
+func waitEstablished(ctx context.Context, c client.Client, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, nil
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}

@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels and taints of a Harvester-like node.
+const (
+	// ClusterNetworkLabelPrefix + <name> = "true" marks a node that carries cluster network <name>.
+	ClusterNetworkLabelPrefix = "network.harvesterhci.io/"
+	// WitnessLabel marks a Harvester witness node (etcd only; runs no VM and no virt-handler).
+	WitnessLabel = "node-role.harvesterhci.io/witness"
+	// DefaultClusterNetwork is the cluster network the local cluster's nodes carry besides mgmt.
+	DefaultClusterNetwork = "migration"
+)
+
+// NodeSpec describes a kwok node to create.
+type NodeSpec struct {
+	Name string
+	// ClusterNetworks the node carries; "mgmt" is always added, as on every Harvester node.
+	ClusterNetworks []string
+	// Witness makes a witness node: labelled as such and tainted like an etcd-only RKE2 node,
+	// so DaemonSets without a matching toleration (virt-handler) do not run there.
+	Witness bool
+	// Labels are extra labels.
+	Labels map[string]string
+	// Unschedulable cordons the node.
+	Unschedulable bool
+}
+
+// DefaultNodes returns n nodes named node-1..node-n carrying the default cluster network.
+func DefaultNodes(n int) []NodeSpec {
+	out := make([]NodeSpec, n)
+	for i := range out {
+		out[i] = NodeSpec{Name: fmt.Sprintf("node-%d", i+1), ClusterNetworks: []string{DefaultClusterNetwork}}
+	}
+	return out
+}
+
+// NodeObject renders a kwok-managed Node with what KubeVirt's scheduling and Harvester's network
+// labels need.
+func NodeObject(s NodeSpec) *corev1.Node {
+	labels := map[string]string{
+		"kubernetes.io/hostname":             s.Name,
+		"kubernetes.io/os":                   "linux",
+		"kubernetes.io/arch":                 "amd64",
+		"type":                               "kwok",
+		ClusterNetworkLabelPrefix + "mgmt":   "true",
+		"kubevirt.io/schedulable":            "true",
+		"machine-type.node.kubevirt.io/q35":  "true",
+		"cpu-model.node.kubevirt.io/Haswell": "true",
+	}
+	for _, cn := range s.ClusterNetworks {
+		labels[ClusterNetworkLabelPrefix+cn] = "true"
+	}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        s.Name,
+			Labels:      labels,
+			Annotations: map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		},
+		Spec: corev1.NodeSpec{Unschedulable: s.Unschedulable},
+	}
+	if s.Witness {
+		labels[WitnessLabel] = "true"
+		node.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/etcd", Value: "true", Effect: corev1.TaintEffectNoExecute}}
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("32"),
+		corev1.ResourceMemory:           resource.MustParse("256Gi"),
+		corev1.ResourcePods:             resource.MustParse("250"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("500Gi"),
+		"devices.kubevirt.io/kvm":       resource.MustParse("1k"),
+		"devices.kubevirt.io/tun":       resource.MustParse("1k"),
+		"devices.kubevirt.io/vhost-net": resource.MustParse("1k"),
+	}
+	node.Status = corev1.NodeStatus{
+		Capacity: res, Allocatable: res,
+		NodeInfo: corev1.NodeSystemInfo{Architecture: "amd64", OperatingSystem: "linux", KubeletVersion: "v1.34.4"},
+	}
+	return node
+}
+
+// CreateNodes creates the nodes (skipping existing ones) and waits until kwok reports each Ready.
+func CreateNodes(ctx context.Context, c client.Client, specs []NodeSpec) error {
+	for _, s := range specs {
+		if err := c.Create(ctx, NodeObject(s)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create node %s: %w", s.Name, err)
+		}
+	}
+	for _, s := range specs {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			node := &corev1.Node{}
+			if err := c.Get(ctx, client.ObjectKey{Name: s.Name}, node); err != nil {
+				return false, nil
+			}
+			return NodeReady(node) && !hasTaint(node, "node.kubernetes.io/not-ready"), nil
+		})
+		if err != nil {
+			return fmt.Errorf("node %s not Ready and untainted: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasTaint(node *corev1.Node, key string) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,86 @@
+// Command devcluster is `make dev`: it builds what is missing, starts the local control plane, the
+// simulators and `migranet dev` (see test/env), writes the kubeconfig to .dev/kubeconfig, prints
+// "migranet dev: ready" with commands to try, and runs until interrupted, then stops every process
+// it started.
+//
+// Environment: DEV_NODES (default 3) kwok nodes; DEV_DIR (default .dev) state folder.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/env"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "migranet dev:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	nodes := 3
+	if v := os.Getenv("DEV_NODES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5000 {
+			return fmt.Errorf("DEV_NODES=%q: want a whole number from 1 to 5000", v)
+		}
+		nodes = n
+	}
+	dir := os.Getenv("DEV_DIR")
+	if dir == "" {
+		dir = filepath.Join(cluster.RepoRoot(), ".dev")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began := time.Now()
+	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: cluster.DefaultNodes(nodes), Progress: os.Stderr})
+	if err != nil {
+		return err
+	}
+	defer e.Stop()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	data, err := os.ReadFile(e.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
+		return err
+	}
+	rel, _ := filepath.Rel(cluster.RepoRoot(), kubeconfig)
+	fmt.Printf(`
+migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet webhooks at %s
+  logs:       %s
+  kubectl:    %s
+
+Try:
+  export KUBECONFIG=%s
+  kubectl get nodes,kubevirt -A
+  kubectl get settings.migranet.io
+  kubectl edit settings.migranet.io vm-migration-network
+      # value: {"clusterNetwork":"%s","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}
+  kubectl get pods -n kubevirt -l kubevirt.io=virt-handler -w
+
+Ctrl-C stops every process this started.
+`, time.Since(began).Round(time.Second), nodes, e.Manager.WebhookURL(), e.Dir, e.Binaries.Kubectl, rel, cluster.DefaultClusterNetwork)
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(os.Stderr, "migranet dev: stopping")
+			return nil
+		case <-time.After(2 * time.Second):
+			if err := e.Check(); err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/sim"
+)
+
+// Options configure an environment.
+type Options struct {
+	// Dir holds everything the environment writes; wiped at start.
+	Dir string
+	// Nodes to create; cluster.DefaultNodes(3) when nil.
+	Nodes []cluster.NodeSpec
+	// Progress receives one line per startup step; nil discards.
+	Progress io.Writer
+	// AuditPolicy is passed to the API server (see cluster.Options).
+	AuditPolicy string
+	// NoManager leaves migranet itself stopped (StartManager starts it later).
+	NoManager bool
+}
+
+// Env is a running environment.
+type Env struct {
+	*cluster.Cluster
+	Manager  *Manager
+	progress io.Writer
+	stopSims context.CancelFunc
+	simsDone chan struct{}
+}
+
+// Start brings the environment up; on error everything already started is stopped.
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.Nodes == nil {
+		opts.Nodes = cluster.DefaultNodes(3)
+	}
+	if opts.Dir, err = filepath.Abs(opts.Dir); err != nil {
+		return nil, err
+	}
+	bins, err := cluster.BuildBinaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	binary, err := BuildMigranet(ctx, filepath.Join(opts.Dir+"-bin"))
+	if err != nil {
+		return nil, err
+	}
+	c, err := cluster.Start(ctx, cluster.Options{
+		Dir: opts.Dir, Binaries: bins, Progress: opts.Progress, AuditPolicy: opts.AuditPolicy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Cluster: c, progress: opts.Progress}
+	defer func() {
+		if err != nil {
+			e.Stop()
+		}
+	}()
+	if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
+		return nil, err
+	}
+	if err := e.startSimulators(); err != nil {
+		return nil, err
+	}
+	if err := cluster.CreateNodes(ctx, c.Client, opts.Nodes); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Progress, "env: %d kwok nodes Ready\n", len(opts.Nodes))
+	if err := e.WaitKubeVirtAvailable(ctx, time.Minute); err != nil {
+		return nil, err
+	}
+	e.Manager = &Manager{Binary: binary, Kubeconfig: c.Kubeconfig, Dir: filepath.Join(opts.Dir, "migranet")}
+	if !opts.NoManager {
+		if err := e.Manager.Start(ctx); err != nil {
+			return nil, err
+		}
+		if err := e.Manager.WaitWebhooksRegistered(ctx, c.Client); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(opts.Progress, "env: migranet manager ready (webhooks at %s)\n", e.Manager.WebhookURL())
+	}
+	return e, nil
+}
+
+// Stop ends the manager, the simulators and the control plane.
+func (e *Env) Stop() {
+	if e.Manager != nil {
+		e.Manager.Stop()
+	}
+	if e.stopSims != nil {
+		e.stopSims()
+		<-e.simsDone
+	}
+	e.Cluster.Stop()
+}
+
+// startSimulators runs the virt-operator and Multus simulators in this process.
+func (e *Env) startSimulators() error {
+	logFile, err := os.Create(filepath.Join(e.Dir, "simulators.log"))
+	if err != nil {
+		return err
+	}
+	logger := funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, time.Now().Format(time.RFC3339Nano), prefix, args) }, funcr.Options{})
+	log.SetLogger(logr.Discard()) // controller-runtime's global logger; the simulators log through theirs
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Client.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logger,
+	})
+	if err != nil {
+		return err
+	}
+	operator := &sim.VirtOperator{Client: mgr.GetClient(), Namespace: cluster.KubeVirtNamespace}
+	if err := operator.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	multus := &sim.Multus{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("kubelet")}
+	if err := multus.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopSims, e.simsDone = cancel, make(chan struct{})
+	go func() {
+		defer close(e.simsDone)
+		defer logFile.Close()
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(logFile, "simulators stopped:", err)
+		}
+	}()
+	fmt.Fprintln(e.progress, "env: virt-operator and Multus simulators running")
+	return nil
+}
+
+// KubeVirt returns the KubeVirt CR.
+func (e *Env) KubeVirt(ctx context.Context) (*kubevirtv1.KubeVirt, error) {
+	kv := &kubevirtv1.KubeVirt{}
+	return kv, e.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: cluster.KubeVirtName}, kv)
+}
+
+// WaitKubeVirtAvailable waits until the KubeVirt CR is Available with reason AllComponentsReady.
+func (e *Env) WaitKubeVirtAvailable(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		kv, err := e.KubeVirt(ctx)
+		if err == nil && KubeVirtReady(kv) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("KubeVirt CR not Available/AllComponentsReady after %s: %v", timeout, describeConditions(kv))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// KubeVirtReady reports Available=True with reason AllComponentsReady.
+func KubeVirtReady(kv *kubevirtv1.KubeVirt) bool {
+	for _, c := range kv.Status.Conditions {
+		if c.Type == kubevirtv1.KubeVirtConditionAvailable {
+			return c.Status == "True" && c.Reason == sim.ReasonReady
+		}
+	}
+	return false
+}
+
+func describeConditions(kv *kubevirtv1.KubeVirt) string {
+	if kv == nil {
+		return "no CR"
+	}
+	out := ""
+	for _, c := range kv.Status.Conditions {
+		out += fmt.Sprintf("%s=%s (%s: %s) ", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return out + "at " + metav1.Now().Format(time.RFC3339)
+}

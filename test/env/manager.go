@@ -1,0 +1,143 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/test/cluster"
+)
+
+// BuildMigranet builds cmd/migranet into dir and returns the binary's path.
+func BuildMigranet(ctx context.Context, dir string) (string, error) {
+	out := filepath.Join(dir, "migranet")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/migranet")
+	cmd.Dir = cluster.RepoRoot()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/migranet: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// Manager is the real migranet binary running `migranet dev` as a child process.
+type Manager struct {
+	Binary, Kubeconfig, Dir string
+	// Args are extra command-line arguments.
+	Args []string
+
+	webhookPort, probePort int
+	starts                 int
+	cmd                    *exec.Cmd
+	done                   chan struct{}
+}
+
+// WebhookURL is where the webhooks are served.
+func (m *Manager) WebhookURL() string { return "https://127.0.0.1:" + strconv.Itoa(m.webhookPort) }
+
+// LogPath is the log of the current (or last) run.
+func (m *Manager) LogPath() string {
+	return filepath.Join(m.Dir, fmt.Sprintf("manager-%d.log", m.starts))
+}
+
+// Start runs the manager and waits until it is ready and its webhooks are registered. Ports and
+// the webhook certificate stay the same across restarts.
+func (m *Manager) Start(ctx context.Context) error {
+	if m.cmd != nil {
+		return fmt.Errorf("manager already running")
+	}
+	if err := os.MkdirAll(m.Dir, 0o755); err != nil {
+		return err
+	}
+	if m.webhookPort == 0 {
+		m.webhookPort, m.probePort = cluster.FreePort(), cluster.FreePort()
+	}
+	m.starts++
+	logf, err := os.Create(m.LogPath())
+	if err != nil {
+		return err
+	}
+	args := append([]string{"dev", "--kubeconfig", m.Kubeconfig,
+		"--webhook-port", strconv.Itoa(m.webhookPort),
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(m.probePort),
+		"--cert-dir", filepath.Join(m.Dir, "certs")}, m.Args...)
+	cmd := exec.Command(m.Binary, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	m.cmd, m.done = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(m.done) }()
+	return m.waitReady(ctx, 60*time.Second)
+}
+
+func (m *Manager) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	url := "http://127.0.0.1:" + strconv.Itoa(m.probePort) + "/readyz"
+	for {
+		select {
+		case <-m.done:
+			return fmt.Errorf("migranet exited during startup; see %s", m.LogPath())
+		default:
+		}
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("migranet not ready after %s; see %s", timeout, m.LogPath())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// WaitWebhooksRegistered waits until the dev webhook configuration points at this manager.
+func (m *Manager) WaitWebhooksRegistered(ctx context.Context, c client.Client) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, cfg); err == nil && len(cfg.Webhooks) > 0 {
+			if u := cfg.Webhooks[0].ClientConfig.URL; u != nil && len(*u) > len(m.WebhookURL()) && (*u)[:len(m.WebhookURL())] == m.WebhookURL() {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("webhook configuration migranet-dev not registered for %s", m.WebhookURL())
+}
+
+// Stop ends the manager gracefully (SIGTERM, then SIGKILL after 20 s).
+func (m *Manager) Stop() { m.signal(syscall.SIGTERM, 20*time.Second) }
+
+// Kill ends the manager at once, as a crash would.
+func (m *Manager) Kill() { m.signal(syscall.SIGKILL, 0) }
+
+func (m *Manager) signal(sig syscall.Signal, grace time.Duration) {
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(sig)
+	select {
+	case <-m.done:
+	case <-time.After(grace):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+	m.cmd = nil
+}

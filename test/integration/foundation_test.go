@@ -1,0 +1,181 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/env"
+	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/test/sim"
+)
+
+var _ = Describe("the local cluster", func() {
+	It("has Ready kwok nodes and an Available KubeVirt CR, as kubectl shows them", func() {
+		out, stderr, err := f.Kubectl("", "get", "nodes", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(out).To(ContainSubstring("node-1=True"))
+		Expect(out).To(ContainSubstring("node-3=True"))
+		out, stderr, err = f.Kubectl("", "get", "kubevirt", "-n", cluster.KubeVirtNamespace, "kubevirt",
+			"-o", "jsonpath={.status.conditions[?(@.type==\"Available\")].reason}")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(out).To(Equal(sim.ReasonReady))
+	})
+
+	It("rejects objects that violate the CRD schemas, as a real cluster does", func(ctx context.Context) {
+		ns := f.Namespace(ctx)
+		_, stderr, err := f.Kubectl(fmt.Sprintf(`
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstanceMigration
+metadata: {name: bad, namespace: %s}
+spec: {vmiName: 42}
+`, ns), "create", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(ContainSubstring("spec.vmiName"))
+		Expect(stderr).To(MatchRegexp(`Invalid value: "integer"`))
+
+		_, stderr, err = f.Kubectl(`
+apiVersion: migranet.io/v1beta1
+kind: Setting
+metadata: {name: vm-migration-network-typo}
+value: 5
+`, "create", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(ContainSubstring("value"))
+		Expect(stderr).To(MatchRegexp(`Invalid value: "integer"`))
+	})
+
+	It("keeps the API server's own semantics: AlreadyExists on a duplicate name, NotFound on a missing object", func(ctx context.Context) {
+		ns := f.Namespace(ctx)
+		vmi := framework.VMI(ns, "twice", "node-1", nil)
+		Expect(f.Client.Create(ctx, vmi)).To(Succeed())
+		_, stderr, err := f.Kubectl(fmt.Sprintf(`{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"twice","namespace":%q},"spec":{"domain":{"devices":{}}}}`, ns), "create", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(ContainSubstring("AlreadyExists"))
+		_, stderr, err = f.Kubectl("", "get", "vmim", "-n", ns, "missing")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(ContainSubstring("NotFound"))
+	})
+
+	Context("when the KubeVirt CR's migrations.network is set by hand", Ordered, func() {
+		const nadName = "hand-made-migration"
+		AfterAll(func(ctx context.Context) {
+			setMigrationNetwork(ctx, "")
+			Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
+			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &nadv1.NetworkAttachmentDefinition{
+				ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName}}))).To(Succeed())
+		})
+
+		It("leaves KubeVirt Progressing while the NAD is missing, as in a real cluster", func(ctx context.Context) {
+			setMigrationNetwork(ctx, nadName)
+			Eventually(kubeVirtCondition).WithContext(ctx).WithArguments(kubevirtv1.KubeVirtConditionProgressing).
+				WithTimeout(framework.Short).Should(Equal("True/" + sim.ReasonDeploying))
+			Consistently(kubeVirtCondition).WithContext(ctx).WithArguments(kubevirtv1.KubeVirtConditionAvailable).
+				WithTimeout(4 * framework.Short / 10).Should(Equal("False/" + sim.ReasonDeploying))
+			Eventually(func(g Gomega) {
+				events := &corev1.EventList{}
+				g.Expect(f.Client.List(ctx, events, client.InNamespace(cluster.KubeVirtNamespace))).To(Succeed())
+				found := false
+				for _, e := range events.Items {
+					found = found || (e.Reason == "FailedCreatePodSandBox" && e.InvolvedObject.Kind == "Pod")
+				}
+				g.Expect(found).To(BeTrue(), "a FailedCreatePodSandBox event on a virt-handler pod")
+			}).WithTimeout(framework.Short).Should(Succeed())
+		})
+
+		It("rolls every virt-handler onto the network once the NAD exists, then reports Available", func(ctx context.Context) {
+			nad := &nadv1.NetworkAttachmentDefinition{
+				ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName},
+				Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"bridge","bridge":"migration-br",` +
+					`"ipam":{"type":"whereabouts","range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}}`},
+			}
+			Expect(f.Client.Create(ctx, nad)).To(Succeed())
+			Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
+
+			pods := virtHandlers(ctx)
+			Expect(pods).To(HaveLen(3))
+			rangePrefix := netip.MustParsePrefix("192.168.100.0/24")
+			seen := map[netip.Addr]string{}
+			for _, p := range pods {
+				Expect(p.Annotations).To(HaveKeyWithValue(sim.NetworksAnnotation, nadName+"@migration0"), p.Name)
+				Expect(podReady(&p)).To(BeTrue(), p.Name)
+				ip := migrationIP(&p)
+				Expect(rangePrefix.Contains(ip)).To(BeTrue(), "%s: %s in %s", p.Name, ip, rangePrefix)
+				Expect(ip).NotTo(Equal(netip.MustParseAddr("192.168.100.1")), "excluded address handed out")
+				Expect(ip).NotTo(Equal(rangePrefix.Addr()), "network address handed out")
+				Expect(seen).NotTo(HaveKey(ip), "address %s given to %s and %s", ip, seen[ip], p.Name)
+				seen[ip] = p.Name
+			}
+		})
+	})
+})
+
+func setMigrationNetwork(ctx context.Context, name string) {
+	patch := `{"spec":{"configuration":{"migrations":{"network":null}}}}`
+	if name != "" {
+		patch = fmt.Sprintf(`{"spec":{"configuration":{"migrations":{"network":%q}}}}`, name)
+	}
+	_, stderr, err := f.Kubectl("", "patch", "kubevirt", "-n", cluster.KubeVirtNamespace, cluster.KubeVirtName, "--type", "merge", "-p", patch)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), stderr)
+}
+
+// kubeVirtCondition returns "<status>/<reason>" of a KubeVirt CR condition.
+func kubeVirtCondition(ctx context.Context, typ kubevirtv1.KubeVirtConditionType) string {
+	kv, err := f.KubeVirt(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	for _, c := range kv.Status.Conditions {
+		if c.Type == typ {
+			return string(c.Status) + "/" + c.Reason
+		}
+	}
+	return "absent"
+}
+
+func virtHandlers(ctx context.Context) []corev1.Pod {
+	pods := &corev1.PodList{}
+	ExpectWithOffset(1, f.Client.List(ctx, pods, client.InNamespace(cluster.KubeVirtNamespace),
+		client.MatchingLabels{sim.VirtHandlerLabel: sim.VirtHandlerName})).To(Succeed())
+	return pods.Items
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// migrationIP is the migration0 address in the pod's network-status, or the zero Addr.
+func migrationIP(p *corev1.Pod) netip.Addr {
+	statuses, err := nadutils.GetNetworkStatus(p)
+	if err != nil {
+		raw, _ := json.Marshal(p.Annotations)
+		Fail(fmt.Sprintf("%s: network-status: %v (%s)", p.Name, err, raw))
+	}
+	for _, s := range statuses {
+		if s.Interface == sim.MigrationInterface && len(s.IPs) == 1 {
+			a, err := netip.ParseAddr(s.IPs[0])
+			if err == nil {
+				return a
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
+var _ = env.KubeVirtReady

@@ -1,0 +1,22 @@
+package integration
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/migranet/migranet/test/env"
+	"github.com/migranet/migranet/test/framework"
+)
+
+var f *framework.Framework
+
+func TestIntegration(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "migranet integration")
+}
+
+var _ = BeforeSuite(func() {
+	f = framework.Start(env.Options{})
+})

@@ -1,0 +1,153 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// +kubebuilder:webhook:path=/validate-migranet-io-v1beta1-setting,mutating=false,failurePolicy=fail,sideEffects=None,groups=migranet.io,resources=settings,verbs=create;update;delete,versions=v1beta1,name=settings.migranet.io,admissionReviewVersions=v1,timeoutSeconds=10
+
+// SettingValidator admits Setting create, update and delete.
+type SettingValidator struct {
+	// Reader is the manager's cache: nodes, the KubeVirt CR and migrations are read from it.
+	Reader            client.Reader
+	KubeVirtNamespace string
+}
+
+var settingKind = v1beta1.GroupVersion.WithKind("Setting").GroupKind()
+
+// ValidateCreate validates a new Setting.
+func (v *SettingValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
+	s, ok := obj.(*v1beta1.Setting)
+	if !ok {
+		return nil, fmt.Errorf("expected a Setting, got %T", obj)
+	}
+	return v.validate(ctx, nil, s)
+}
+
+// ValidateUpdate validates a changed Setting. A change that leaves value and default alone is
+// admitted as is, so that node changes since the value was stored never block unrelated edits.
+func (v *SettingValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	old, ok1 := oldObj.(*v1beta1.Setting)
+	s, ok2 := newObj.(*v1beta1.Setting)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("expected Settings, got %T and %T", oldObj, newObj)
+	}
+	if old.Value == s.Value && old.Default == s.Default {
+		return nil, nil
+	}
+	return v.validate(ctx, old, s)
+}
+
+// ValidateDelete refuses deleting a setting migranet owns: resetting its value is the way back.
+func (v *SettingValidator) ValidateDelete(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
+	s, ok := obj.(*v1beta1.Setting)
+	if !ok {
+		return nil, fmt.Errorf("expected a Setting, got %T", obj)
+	}
+	if s.Name != v1beta1.MigrationNetwork && s.Name != v1beta1.MigrationPolicy {
+		return nil, nil
+	}
+	return nil, apierrors.NewForbidden(v1beta1.GroupVersion.WithResource("settings").GroupResource(), s.Name,
+		fmt.Errorf("migranet owns this setting and recreates it; to go back to the default, clear its value instead: "+
+			`kubectl patch settings.migranet.io %s --type merge -p '{"value":""}'`, s.Name))
+}
+
+func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting) (admission.Warnings, error) {
+	cl, err := v.cluster(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	errs, warnings := settings.ValidateSetting(s, cl)
+	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && effectiveHash(old) != effectiveHash(s) {
+		busy, err := v.migrationsInFlight(ctx)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if len(busy) > 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("value"), inFlightMessage(busy)))
+		}
+	}
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(settingKind, s.Name, errs)
+	}
+	return warnings, nil
+}
+
+// effectiveHash is the hash of the setting's effective migration network; "" when disabled or
+// unparsable (parse errors are reported by validation).
+func effectiveHash(s *v1beta1.Setting) string {
+	if s == nil {
+		return ""
+	}
+	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
+	if len(errs) > 0 {
+		return ""
+	}
+	return m.Hash()
+}
+
+// cluster gathers, from the cache, what the cluster-dependent rules look at.
+func (v *SettingValidator) cluster(ctx context.Context) (*settings.Cluster, error) {
+	nodes := &corev1.NodeList{}
+	if err := v.Reader.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes from the cache: %w", err)
+	}
+	cl := &settings.Cluster{Nodes: make([]*corev1.Node, len(nodes.Items))}
+	for i := range nodes.Items {
+		cl.Nodes[i] = &nodes.Items[i]
+	}
+	kvs := &kubevirtv1.KubeVirtList{}
+	if err := v.Reader.List(ctx, kvs, client.InNamespace(v.KubeVirtNamespace)); err != nil {
+		return nil, fmt.Errorf("listing KubeVirt CRs from the cache: %w", err)
+	}
+	for _, kv := range kvs.Items {
+		if w := kv.Spec.Workloads; w != nil && w.NodePlacement != nil {
+			cl.NodeSelector = w.NodePlacement.NodeSelector
+		}
+	}
+	return cl, nil
+}
+
+// migrationsInFlight names the migrations that have not reached Succeeded or Failed.
+func (v *SettingValidator) migrationsInFlight(ctx context.Context) ([]string, error) {
+	list := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	if err := v.Reader.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing migrations from the cache: %w", err)
+	}
+	var busy []string
+	for _, m := range list.Items {
+		if m.Status.Phase != kubevirtv1.MigrationSucceeded && m.Status.Phase != kubevirtv1.MigrationFailed {
+			busy = append(busy, m.Namespace+"/"+m.Name)
+		}
+	}
+	sort.Strings(busy)
+	return busy, nil
+}
+
+func inFlightMessage(busy []string) string {
+	shown := busy
+	if len(shown) > 5 {
+		shown = shown[:5]
+	}
+	more := ""
+	if len(busy) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(busy)-len(shown))
+	}
+	return fmt.Sprintf("the migration network cannot change while %d migration(s) are in progress (%s%s): "+
+		"changing it restarts every virt-handler and would break them; wait until they succeed or fail, "+
+		"or cancel them with kubectl delete vmim", len(busy), strings.Join(shown, ", "), more)
+}
