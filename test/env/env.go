@@ -96,6 +96,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		if err := e.Manager.WaitWebhooksRegistered(ctx, c.Client); err != nil {
 			return nil, err
 		}
+		if err := e.Manager.WaitOwnedSettings(ctx, c.Client); err != nil {
+			return nil, err
+		}
 		fmt.Fprintf(opts.Progress, "env: migranet manager ready (webhooks at %s)\n", e.Manager.WebhookURL())
 	}
 	return e, nil

@@ -25,7 +25,7 @@ type Framework struct {
 }
 
 // Start brings up an environment for the suite (call from BeforeSuite) and registers its
-// teardown. Logs stay in a temporary folder that is named in the output and kept on failure.
+// teardown. Logs go to a temporary folder named in the output (see RemoveLogs).
 func Start(opts env.Options) *Framework {
 	if opts.Dir == "" {
 		dir, err := os.MkdirTemp("", "migranet-suite-")
@@ -38,13 +38,21 @@ func Start(opts env.Options) *Framework {
 	e, err := env.Start(ctx, opts)
 	Expect(err).NotTo(HaveOccurred(), "starting the local environment")
 	fmt.Fprintf(GinkgoWriter, "suite environment in %s\n", e.Dir)
-	DeferCleanup(func() {
-		e.Stop()
-		if !CurrentSpecReport().Failed() {
-			_ = os.RemoveAll(filepath.Dir(e.Dir))
-		}
-	})
+	DeferCleanup(e.Stop)
 	return &Framework{Env: e}
+}
+
+// RemoveLogs deletes the environment's folder after a suite that passed; a failed suite's logs
+// stay for inspection. Call it from ReportAfterSuite, which runs after every cleanup.
+func (f *Framework) RemoveLogs(r Report) {
+	if f == nil {
+		return
+	}
+	if r.SuiteSucceeded {
+		_ = os.RemoveAll(filepath.Dir(f.Dir))
+		return
+	}
+	fmt.Fprintf(GinkgoWriter, "suite failed: logs kept in %s\n", f.Dir)
 }
 
 // Namespace creates a namespace for the current test and deletes it afterwards.
@@ -72,3 +80,17 @@ const (
 	Short = 10 * time.Second
 	Long  = 60 * time.Second
 )
+
+// DeleteNodes deletes nodes and the pods bound to them, as the pod garbage collector would after
+// its quarantine: left alone, an orphaned virt-handler pod stalls the DaemonSet's rolling update
+// for a minute.
+func (f *Framework) DeleteNodes(ctx context.Context, names ...string) {
+	for _, n := range names {
+		Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
+		pods := &corev1.PodList{}
+		Expect(f.Client.List(ctx, pods, client.MatchingFields{"spec.nodeName": n})).To(Succeed())
+		for i := range pods.Items {
+			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)))).To(Succeed())
+		}
+	}
+}

@@ -10,13 +10,13 @@ import (
 	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/test/cluster"
-	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
 	"github.com/migranet/migranet/test/sim"
 )
@@ -90,7 +90,7 @@ value: 5
 				for _, e := range events.Items {
 					found = found || (e.Reason == "FailedCreatePodSandBox" && e.InvolvedObject.Kind == "Pod")
 				}
-				g.Expect(found).To(BeTrue(), "a FailedCreatePodSandBox event on a virt-handler pod")
+				g.Expect(found).To(BeTrue(), "a FailedCreatePodSandBox event on a virt-handler pod; virt-handlers: %s", describeVirtHandlers(ctx))
 			}).WithTimeout(framework.Short).Should(Succeed())
 		})
 
@@ -144,6 +144,20 @@ func kubeVirtCondition(ctx context.Context, typ kubevirtv1.KubeVirtConditionType
 	return "absent"
 }
 
+// describeVirtHandlers summarises the virt-handler DaemonSet and pods, for failure messages.
+func describeVirtHandlers(ctx context.Context) string {
+	ds := &appsv1.DaemonSet{}
+	if err := f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: sim.VirtHandlerName}, ds); err != nil {
+		return err.Error()
+	}
+	out := fmt.Sprintf("DaemonSet generation %d status %+v;", ds.Generation, ds.Status)
+	for _, p := range virtHandlers(ctx) {
+		out += fmt.Sprintf(" pod %s node=%s phase=%s ready=%v deleting=%v networks=%q;", p.Name, p.Spec.NodeName, p.Status.Phase,
+			podReady(&p), p.DeletionTimestamp != nil, p.Annotations[sim.NetworksAnnotation])
+	}
+	return out
+}
+
 func virtHandlers(ctx context.Context) []corev1.Pod {
 	pods := &corev1.PodList{}
 	ExpectWithOffset(1, f.Client.List(ctx, pods, client.InNamespace(cluster.KubeVirtNamespace),
@@ -178,4 +192,3 @@ func migrationIP(p *corev1.Pod) netip.Addr {
 	return netip.Addr{}
 }
 
-var _ = env.KubeVirtReady

@@ -20,3 +20,5 @@ func TestIntegration(t *testing.T) {
 var _ = BeforeSuite(func() {
 	f = framework.Start(env.Options{})
 })
+
+var _ = ReportAfterSuite("remove logs of a passing suite", func(r Report) { f.RemoveLogs(r) })
