@@ -191,4 +191,3 @@ func migrationIP(p *corev1.Pod) netip.Addr {
 	}
 	return netip.Addr{}
 }
-
