@@ -13,6 +13,7 @@ require (
 	k8s.io/apiextensions-apiserver v0.34.4
 	k8s.io/apimachinery v0.34.4
 	k8s.io/client-go v0.34.4
+	k8s.io/klog/v2 v2.140.0
 	kubevirt.io/api v1.9.0
 	sigs.k8s.io/controller-runtime v0.22.5
 	sigs.k8s.io/yaml v1.6.0
@@ -97,7 +98,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/apiserver v0.34.4 // indirect
 	k8s.io/component-base v0.34.4 // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/utils v0.0.0-20260319190234-28399d86e0b5 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect

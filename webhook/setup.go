@@ -7,6 +7,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -14,6 +15,8 @@ import (
 type Options struct {
 	// KubeVirtNamespace holds the KubeVirt CR and the migration network's NAD.
 	KubeVirtNamespace string
+	// Snapshots is the network controller's readiness snapshot.
+	Snapshots *netcontroller.Store
 }
 
 // NewScheme returns a scheme with every kind migranet reads or writes.

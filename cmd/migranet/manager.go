@@ -9,9 +9,15 @@ import (
 	"os"
 	"time"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -19,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/webhook"
 )
@@ -123,11 +130,21 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		LeaderElectionID:        "migranet.io",
 		LeaderElectionNamespace: f.leaderElectionNS,
 		GracefulShutdownTimeout: ptr(15 * time.Second),
+		Cache:                   cacheOptions(f.kubevirtNamespace),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := webhook.Setup(mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace}); err != nil {
+	snapshots := &netcontroller.Store{}
+	if err := (&settings.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-settings"),
+		KubeVirtNamespace: f.kubevirtNamespace}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the settings controller: %w", err)
+	}
+	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-netcontroller"),
+		KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the network controller: %w", err)
+	}
+	if err := webhook.Setup(mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}); err != nil {
 		return fmt.Errorf("setting up webhooks: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -151,3 +168,20 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// cacheOptions narrow the informers to what migranet reads: virt-handler pods and the KubeVirt
+// CR and NADs of the KubeVirt namespace only, and no managed fields on anything.
+func cacheOptions(kubevirtNamespace string) cache.Options {
+	inKubeVirt := map[string]cache.Config{kubevirtNamespace: {}}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {
+				Namespaces: inKubeVirt,
+				Label:      labels.SelectorFromSet(labels.Set{netcontroller.VirtHandlerLabel: netcontroller.VirtHandlerValue}),
+			},
+			&kubevirtv1.KubeVirt{}:               {Namespaces: inKubeVirt},
+			&nadv1.NetworkAttachmentDefinition{}: {Namespaces: inKubeVirt},
+		},
+	}
+}

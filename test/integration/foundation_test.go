@@ -68,9 +68,14 @@ value: 5
 		Expect(stderr).To(ContainSubstring("NotFound"))
 	})
 
-	Context("when the KubeVirt CR's migrations.network is set by hand", Ordered, func() {
+	// These specs show the simulators alone: migranet is stopped, or its settings controller would
+	// put the CR back in line with the (empty) setting.
+	Context("when the KubeVirt CR's migrations.network is set by hand, without migranet", Ordered, func() {
 		const nadName = "hand-made-migration"
+		BeforeAll(func() { f.Manager.Stop() })
 		AfterAll(func(ctx context.Context) {
+			Expect(f.Manager.Start(ctx)).To(Succeed())
+			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
 			setMigrationNetwork(ctx, "")
 			Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &nadv1.NetworkAttachmentDefinition{

@@ -1,0 +1,204 @@
+package netcontroller
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// Reasons of the Ready and IPCapacity conditions.
+const (
+	ReasonReady            = "AllNodesAttached"
+	ReasonPodNetwork       = "PodNetwork"
+	ReasonNotApplied       = "NotApplied"
+	ReasonNodesNotAttached = "NodesNotAttached"
+	ReasonKubeVirtNotReady = "KubeVirtNotReady"
+	ReasonInvalidValue     = "InvalidValue"
+	ReasonSufficient       = "Sufficient"
+	ReasonLowCapacity      = "LowCapacity"
+	fieldManager           = "migranet-netcontroller"
+	// KubeVirtReadyReason is the reason of KubeVirt's Available condition once every component is ready.
+	KubeVirtReadyReason = "AllComponentsReady"
+)
+
+// Controller observes the migration network (see the package documentation).
+type Controller struct {
+	Client            client.Client
+	Recorder          record.EventRecorder
+	KubeVirtNamespace string
+	// Snapshots receives every observation, for the admission webhook.
+	Snapshots *Store
+}
+
+// SetupWithManager watches the setting, virt-handler pods, nodes and the KubeVirt CR.
+func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
+	})
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.KubeVirtNamespace })
+	isHandler := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[VirtHandlerLabel] == VirtHandlerValue })
+	return ctrl.NewControllerManagedBy(mgr).Named("netcontroller").
+		For(&v1beta1.Setting{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == v1beta1.MigrationNetwork
+		}))).
+		Watches(&corev1.Pod{}, toSetting, builder.WithPredicates(inNamespace, isHandler)).
+		Watches(&corev1.Node{}, toSetting).
+		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
+		Complete(r)
+}
+
+// Reconcile observes, publishes the snapshot, and writes the network part of the status.
+func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	s := &v1beta1.Setting{}
+	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	in, kv, m, err := r.gather(ctx, s)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	obs := Observe(in)
+	snap := judge(s, m, kv, obs)
+	r.Snapshots.publish(snap)
+	ready := metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: snap.Reason, Message: snap.Message}
+	if snap.Ready {
+		ready.Status = metav1.ConditionTrue
+	}
+	conds, fields := []metav1.Condition{ready}, map[string]any{"nodes": obs.Nodes, "capacity": nil}
+	if m != nil {
+		capCond, capacity := capacityOf(m, obs)
+		conds, fields["capacity"] = append(conds, capCond), capacity
+		r.warnOnLowCapacity(s, capCond)
+	}
+	if len(obs.Nodes) == 0 {
+		fields["nodes"] = nil
+	}
+	return reconcile.Result{}, settings.ApplyStatus(ctx, r.Client, s, fieldManager, conds, fields)
+}
+
+// gather reads, from the cache, what Observe needs.
+func (r *Controller) gather(ctx context.Context, s *v1beta1.Setting) (Input, *kubevirtv1.KubeVirt, *settings.MigrationNetwork, error) {
+	in := Input{Namespace: r.KubeVirtNamespace}
+	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
+	if len(errs) > 0 {
+		m = nil
+	}
+	if m != nil {
+		in.Network = settings.NADName(m.Hash())
+		in.Range, _ = netip.ParsePrefix(m.Range)
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes); err != nil {
+		return in, nil, nil, err
+	}
+	for i := range nodes.Items {
+		in.Nodes = append(in.Nodes, &nodes.Items[i])
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{VirtHandlerLabel: VirtHandlerValue}); err != nil {
+		return in, nil, nil, err
+	}
+	for i := range pods.Items {
+		in.Pods = append(in.Pods, &pods.Items[i])
+	}
+	kvs := &kubevirtv1.KubeVirtList{}
+	if err := r.Client.List(ctx, kvs, client.InNamespace(r.KubeVirtNamespace)); err != nil {
+		return in, nil, nil, err
+	}
+	var kv *kubevirtv1.KubeVirt
+	if len(kvs.Items) > 0 {
+		kv = &kvs.Items[0]
+		if w := kv.Spec.Workloads; w != nil && w.NodePlacement != nil {
+			in.NodeSelector = w.NodePlacement.NodeSelector
+		}
+	}
+	return in, kv, m, nil
+}
+
+// judge turns an observation into the snapshot and the Ready condition's reason and message.
+func judge(s *v1beta1.Setting, m *settings.MigrationNetwork, kv *kubevirtv1.KubeVirt, obs Observation) *Snapshot {
+	snap := &Snapshot{Configured: m != nil, AppliedHash: s.Status.AppliedHash, Eligible: obs.Eligible, Attached: obs.Attached}
+	if m != nil {
+		snap.Hash, snap.Network, snap.ClusterNetwork = m.Hash(), settings.NADName(m.Hash()), m.ClusterNetwork
+	}
+	kvReady, kvWhy := KubeVirtReady(kv)
+	switch {
+	case m == nil && settings.EffectiveValue(s) != "":
+		snap.Reason, snap.Message = ReasonInvalidValue, "the setting's value does not parse; fix it with kubectl edit"
+	case m != nil && snap.AppliedHash != snap.Hash:
+		snap.Reason, snap.Message = ReasonNotApplied, "the settings controller has not applied the current value yet (see condition Configured)"
+	case m != nil && obs.Attached < obs.Eligible:
+		snap.Reason = ReasonNodesNotAttached
+		snap.Message = fmt.Sprintf("%d of %d virt-handlers are on the migration network %s", obs.Attached, obs.Eligible, snap.Network)
+	case !kvReady:
+		snap.Reason, snap.Message = ReasonKubeVirtNotReady, kvWhy
+	case m == nil:
+		snap.Ready, snap.Reason, snap.Message = true, ReasonPodNetwork, "no migration network configured: migrations use the pod network"
+	default:
+		snap.Ready, snap.Reason = true, ReasonReady
+		snap.Message = fmt.Sprintf("all %d eligible virt-handlers are on the migration network %s", obs.Eligible, snap.Network)
+	}
+	return snap
+}
+
+// KubeVirtReady reports whether the KubeVirt CR is Available with reason AllComponentsReady, and
+// if not, why (the CR's own reason and message).
+func KubeVirtReady(kv *kubevirtv1.KubeVirt) (bool, string) {
+	if kv == nil {
+		return false, "no KubeVirt CR found"
+	}
+	for _, c := range kv.Status.Conditions {
+		if c.Type == kubevirtv1.KubeVirtConditionAvailable {
+			if c.Status == corev1.ConditionTrue && c.Reason == KubeVirtReadyReason {
+				return true, ""
+			}
+			return false, fmt.Sprintf("KubeVirt is not ready: Available=%s, %s: %s", c.Status, c.Reason, c.Message)
+		}
+	}
+	return false, "KubeVirt is not ready: the KubeVirt CR has no Available condition yet"
+}
+
+// capacityOf counts the range's addresses and judges whether enough are free: fewer than 10 %
+// of the usable addresses, or fewer than 2, is low.
+func capacityOf(m *settings.MigrationNetwork, obs Observation) (metav1.Condition, *v1beta1.IPCapacity) {
+	usable := int64(0)
+	if n, err := settings.UsableAddresses(m); err == nil {
+		usable = settings.ClampInt64(n)
+	}
+	c := &v1beta1.IPCapacity{Usable: usable, Used: obs.Used, Free: usable - obs.Used}
+	cond := metav1.Condition{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionTrue, Reason: ReasonSufficient,
+		Message: fmt.Sprintf("%d of %d usable addresses free", c.Free, c.Usable)}
+	if c.Free < 2 || c.Free*10 < c.Usable {
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonLowCapacity
+		cond.Message = fmt.Sprintf("only %d of %d usable addresses of %s are free: a node added now may leave its virt-handler without a migration address; widen the range or drop excludes", c.Free, c.Usable, m.Range)
+	}
+	return cond, c
+}
+
+// warnOnLowCapacity emits a Warning event when capacity turns low.
+func (r *Controller) warnOnLowCapacity(s *v1beta1.Setting, cond metav1.Condition) {
+	if cond.Status != metav1.ConditionFalse {
+		return
+	}
+	for _, c := range s.Status.Conditions {
+		if c.Type == cond.Type && c.Status == cond.Status {
+			return
+		}
+	}
+	r.Recorder.Event(s, corev1.EventTypeWarning, cond.Reason, cond.Message)
+}

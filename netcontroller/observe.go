@@ -1,0 +1,154 @@
+package netcontroller
+
+import (
+	"net/netip"
+	"sort"
+
+	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// Pod annotations and names that describe a virt-handler's extra networks.
+const (
+	NetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
+	MigrationInterface = "migration0"
+	VirtHandlerLabel   = "kubevirt.io"
+	VirtHandlerValue   = "virt-handler"
+)
+
+// Reasons a node is not attached to the migration network.
+const (
+	ReasonNoPod       = "NoPod"
+	ReasonNotRolled   = "NotRolled"
+	ReasonNoIP        = "NoIP"
+	ReasonOutOfRange  = "OutOfRange"
+	ReasonPodNotReady = "PodNotReady"
+)
+
+// Input is what Observe looks at.
+type Input struct {
+	Nodes        []*corev1.Node
+	NodeSelector map[string]string // KubeVirt CR spec.workloads.nodePlacement.nodeSelector
+	Pods         []*corev1.Pod     // virt-handler pods in the KubeVirt namespace
+	Network      string            // NAD name the setting renders to, "" when disabled
+	Namespace    string            // KubeVirt namespace, where the NAD lives
+	Range        netip.Prefix      // the setting's range (zero when disabled)
+}
+
+// Observation is how far the eligible nodes are on the migration network.
+type Observation struct {
+	Nodes    []v1beta1.NodeMigrationStatus // one per eligible node, sorted by name
+	Eligible int
+	Attached int
+	// Used counts distinct addresses of the range held by virt-handler pods, on any node.
+	Used int64
+}
+
+// Observe derives each eligible node's migration address, or why it has none, from its
+// virt-handler pod: the pod must exist, not be terminating, ask for the current NAD as migration0,
+// be ready, and report in its network-status a migration0 address inside the range.
+func Observe(in Input) Observation {
+	byNode := map[string][]*corev1.Pod{}
+	used := map[netip.Addr]bool{}
+	for _, p := range in.Pods {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+			continue
+		}
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+		if ip, ok := migrationAddr(p); ok && in.Range.IsValid() && in.Range.Contains(ip) {
+			used[ip] = true
+		}
+	}
+	var obs Observation
+	obs.Used = int64(len(used))
+	if in.Network == "" {
+		return obs
+	}
+	for _, n := range in.Nodes {
+		if !settings.Eligible(n, in.NodeSelector) {
+			continue
+		}
+		st := nodeStatus(n.Name, byNode[n.Name], in)
+		if st.Reason == "" {
+			obs.Attached++
+		}
+		obs.Nodes = append(obs.Nodes, st)
+	}
+	obs.Eligible = len(obs.Nodes)
+	sort.Slice(obs.Nodes, func(i, j int) bool { return obs.Nodes[i].Name < obs.Nodes[j].Name })
+	return obs
+}
+
+// nodeStatus judges one node from its virt-handler pods, preferring one on the current NAD.
+func nodeStatus(node string, pods []*corev1.Pod, in Input) v1beta1.NodeMigrationStatus {
+	st := v1beta1.NodeMigrationStatus{Name: node, Reason: ReasonNoPod}
+	for _, p := range pods {
+		if !requestsNetwork(p, in.Namespace, in.Network) {
+			st.Reason = ReasonNotRolled
+			continue
+		}
+		if !podReady(p) {
+			st.Reason = ReasonPodNotReady
+			continue
+		}
+		ip, ok := migrationAddr(p)
+		switch {
+		case !ok:
+			st.Reason = ReasonNoIP
+		case !in.Range.Contains(ip):
+			st.IP, st.Reason = ip.String(), ReasonOutOfRange
+		default:
+			return v1beta1.NodeMigrationStatus{Name: node, IP: ip.String()}
+		}
+	}
+	return st
+}
+
+// requestsNetwork reports whether the pod asks Multus for namespace/name as migration0.
+func requestsNetwork(p *corev1.Pod, namespace, name string) bool {
+	raw := p.Annotations[NetworksAnnotation]
+	if raw == "" {
+		return false
+	}
+	elems, err := nadutils.ParseNetworkAnnotation(raw, p.Namespace)
+	if err != nil {
+		return false
+	}
+	for _, e := range elems {
+		if e.Name == name && e.Namespace == namespace && e.InterfaceRequest == MigrationInterface {
+			return true
+		}
+	}
+	return false
+}
+
+// migrationAddr is the first address of the pod's migration0 entry in its network-status.
+func migrationAddr(p *corev1.Pod) (netip.Addr, bool) {
+	statuses, err := nadutils.GetNetworkStatus(p)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	for _, s := range statuses {
+		if s.Interface != MigrationInterface {
+			continue
+		}
+		for _, ip := range s.IPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				return a.Unmap(), true
+			}
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

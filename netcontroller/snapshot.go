@@ -1,0 +1,30 @@
+package netcontroller
+
+import "sync/atomic"
+
+// Snapshot is the migration network's readiness as the network controller last observed it. It
+// is immutable once published; readers get a consistent view without locks.
+type Snapshot struct {
+	// Configured is true when the setting asks for a migration network.
+	Configured bool
+	// Hash of the setting's effective value, and the hash the settings controller applied.
+	Hash, AppliedHash string
+	// Network is the NAD the setting renders to; ClusterNetwork the value's cluster network.
+	Network, ClusterNetwork string
+	// Eligible nodes and how many of them are attached with an in-range address.
+	Eligible, Attached int
+	// Ready is the Ready condition: configured and applied, every eligible node attached and
+	// KubeVirt available; or not configured and KubeVirt available.
+	Ready bool
+	// Reason and Message explain Ready.
+	Reason, Message string
+}
+
+// Store holds the latest Snapshot; the zero Store holds none.
+type Store struct{ p atomic.Pointer[Snapshot] }
+
+// Load returns the latest snapshot, or nil before the first observation.
+func (s *Store) Load() *Snapshot { return s.p.Load() }
+
+// publish swaps in a new snapshot.
+func (s *Store) publish(snap *Snapshot) { s.p.Store(snap) }

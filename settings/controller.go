@@ -1,0 +1,216 @@
+package settings
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// Reasons of the Configured condition; each failing step has its own.
+const (
+	ReasonApplied            = "Applied"
+	ReasonDisabled           = "Disabled"
+	ReasonInvalidValue       = "InvalidValue"
+	ReasonNADFailed          = "NetworkAttachmentDefinitionFailed"
+	ReasonKubeVirtNotFound   = "KubeVirtNotFound"
+	ReasonKubeVirtFailed     = "KubeVirtUpdateFailed"
+	ReasonCleanupFailed      = "CleanupFailed"
+	settingsFieldManager     = "migranet-settings"
+	requeueOnMissingKubeVirt = "the KubeVirt CR is watched: the setting is applied as soon as it appears"
+)
+
+// Controller applies the vm-migration-network setting: it ensures the NetworkAttachmentDefinition
+// its canonical value renders to, points the KubeVirt CR's spec.configuration.migrations.network at
+// it (or removes the field when the value is empty), deletes the NADs it manages that nothing
+// references any more, and only then records the applied hash. Every step is idempotent and the
+// NAD name is a function of the value, so a restart at any point converges without duplicates.
+type Controller struct {
+	Client            client.Client
+	Recorder          record.EventRecorder
+	KubeVirtNamespace string
+}
+
+// SetupWithManager watches the setting, the KubeVirt CR and the NADs migranet manages.
+func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
+	})
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.KubeVirtNamespace })
+	managed := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[LabelManagedBy] == ManagedBy })
+	return ctrl.NewControllerManagedBy(mgr).Named("settings").
+		For(&v1beta1.Setting{}, builder.WithPredicates(named(v1beta1.MigrationNetwork), predicate.GenerationChangedPredicate{})).
+		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, toSetting, builder.WithPredicates(inNamespace, managed)).
+		Complete(r)
+}
+
+func named(name string) predicate.Funcs {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })
+}
+
+// Reconcile brings the cluster in line with the setting's effective value.
+func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	s := &v1beta1.Setting{}
+	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	m, errs := ParseMigrationNetwork(EffectiveValue(s), field.NewPath("value"))
+	if len(errs) > 0 {
+		// Admission refuses such values; one can only get here by bypassing the webhook.
+		return reconcile.Result{}, r.writeStatus(ctx, s, nil, &stepError{ReasonInvalidValue, errs.ToAggregate()})
+	}
+	serr := r.apply(ctx, m)
+	if err := r.writeStatus(ctx, s, m, serr); err != nil {
+		return reconcile.Result{}, err
+	}
+	if serr != nil {
+		r.Recorder.Event(s, "Warning", serr.reason, serr.Error())
+		if serr.reason == ReasonKubeVirtNotFound {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, serr
+	}
+	return reconcile.Result{}, nil
+}
+
+// stepError is a failed step of apply, with the condition reason it reports.
+type stepError struct {
+	reason string
+	err    error
+}
+
+func (e *stepError) Error() string { return e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+// apply runs the steps in order: NAD, KubeVirt CR, cleanup. It stops at the first failure.
+func (r *Controller) apply(ctx context.Context, m *MigrationNetwork) *stepError {
+	want := RenderNAD(m, r.KubeVirtNamespace)
+	if want != nil {
+		if err := r.ensureNAD(ctx, want); err != nil {
+			return &stepError{ReasonNADFailed, fmt.Errorf("ensuring NetworkAttachmentDefinition %s/%s: %w", want.Namespace, want.Name, err)}
+		}
+	}
+	network := ""
+	if want != nil {
+		network = want.Name
+	}
+	if err := r.pointKubeVirt(ctx, network); err != nil {
+		return err
+	}
+	if err := r.deleteUnreferenced(ctx, network); err != nil {
+		return &stepError{ReasonCleanupFailed, fmt.Errorf("deleting NetworkAttachmentDefinitions no longer referenced: %w", err)}
+	}
+	return nil
+}
+
+// ensureNAD creates the rendered NAD, or puts back its config and metadata if edited by hand.
+func (r *Controller) ensureNAD(ctx context.Context, want *nadv1.NetworkAttachmentDefinition) error {
+	have := &nadv1.NetworkAttachmentDefinition{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	if apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(ctx).Info("creating NetworkAttachmentDefinition", "nad", klog.KObj(want))
+		return client.IgnoreAlreadyExists(r.Client.Create(ctx, want))
+	}
+	if err != nil {
+		return err
+	}
+	if have.Spec.Config == want.Spec.Config && subset(want.Labels, have.Labels) && subset(want.Annotations, have.Annotations) {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	have.Spec.Config = want.Spec.Config
+	have.Labels = merge(have.Labels, want.Labels)
+	have.Annotations = merge(have.Annotations, want.Annotations)
+	return r.Client.Patch(ctx, have, patch)
+}
+
+// pointKubeVirt sets (or, for "", removes) spec.configuration.migrations.network on the KubeVirt
+// CR with a merge patch guarded by the resourceVersion, only when it differs.
+func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepError {
+	kvs := &kubevirtv1.KubeVirtList{}
+	if err := r.Client.List(ctx, kvs, client.InNamespace(r.KubeVirtNamespace)); err != nil {
+		return &stepError{ReasonKubeVirtFailed, fmt.Errorf("listing KubeVirt CRs in %s: %w", r.KubeVirtNamespace, err)}
+	}
+	if len(kvs.Items) == 0 {
+		return &stepError{ReasonKubeVirtNotFound, fmt.Errorf("no KubeVirt CR in namespace %s; %s", r.KubeVirtNamespace, requeueOnMissingKubeVirt)}
+	}
+	kv := &kvs.Items[0]
+	if MigrationNetworkOf(kv) == network {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(kv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if kv.Spec.Configuration.MigrationConfiguration == nil {
+		kv.Spec.Configuration.MigrationConfiguration = &kubevirtv1.MigrationConfiguration{}
+	}
+	kv.Spec.Configuration.MigrationConfiguration.Network = nil
+	if network != "" {
+		kv.Spec.Configuration.MigrationConfiguration.Network = &network
+	}
+	ctrl.LoggerFrom(ctx).Info("pointing KubeVirt at the migration network", "kubevirt", klog.KObj(kv), "network", network)
+	if err := r.Client.Patch(ctx, kv, patch); err != nil {
+		return &stepError{ReasonKubeVirtFailed, fmt.Errorf("patching KubeVirt %s/%s migrations.network=%q: %w", kv.Namespace, kv.Name, network, err)}
+	}
+	return nil
+}
+
+// MigrationNetworkOf is the KubeVirt CR's spec.configuration.migrations.network, "" when unset.
+func MigrationNetworkOf(kv *kubevirtv1.KubeVirt) string {
+	if m := kv.Spec.Configuration.MigrationConfiguration; m != nil && m.Network != nil {
+		return *m.Network
+	}
+	return ""
+}
+
+// deleteUnreferenced deletes managed NADs other than keep; the CR no longer points at them.
+func (r *Controller) deleteUnreferenced(ctx context.Context, keep string) error {
+	nads := &nadv1.NetworkAttachmentDefinitionList{}
+	if err := r.Client.List(ctx, nads, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range nads.Items {
+		nad := &nads.Items[i]
+		if nad.Name == keep || nad.DeletionTimestamp != nil {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("deleting unreferenced NetworkAttachmentDefinition", "nad", klog.KObj(nad))
+		if err := r.Client.Delete(ctx, nad, client.Preconditions{UID: &nad.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func subset(want, have map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func merge(into, from map[string]string) map[string]string {
+	if into == nil {
+		into = map[string]string{}
+	}
+	for k, v := range from {
+		into[k] = v
+	}
+	return into
+}
