@@ -1,0 +1,32 @@
+package netcontroller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/migranet/migranet/settings"
+)
+
+const valueA = `{"clusterNetwork":"migration","range":"192.168.100.0/24"}`
+
+func parse(t *testing.T, value string) *settings.MigrationNetwork {
+	t.Helper()
+	m, _ := settings.ParseMigrationNetwork(value, nil)
+	if value != "" && value != "{" && m == nil {
+		t.Fatalf("value %q did not parse", value)
+	}
+	if value == "{" {
+		return nil
+	}
+	return m
+}
+
+func hashA(t *testing.T) string { return parse(t, valueA).Hash() }
+
+func kubeVirt(status, reason string) *kubevirtv1.KubeVirt {
+	return &kubevirtv1.KubeVirt{Status: kubevirtv1.KubeVirtStatus{Conditions: []kubevirtv1.KubeVirtCondition{{
+		Type: kubevirtv1.KubeVirtConditionAvailable, Status: corev1.ConditionStatus(status), Reason: reason,
+	}}}}
+}
