@@ -1,0 +1,57 @@
+package kvproxy
+
+import (
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// OpenFDs counts this process's open file descriptors that are sockets or pipes.
+func OpenFDs() (int, error) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // the fd of ReadDir itself, gone by now
+		}
+		if strings.HasPrefix(target, "socket:") || strings.HasPrefix(target, "pipe:") {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Goroutines is the number of live goroutines.
+func Goroutines() int { return runtime.NumGoroutine() }
+
+// ProxyBytes sums kubevirt_vmi_migration_proxy_transferred_bytes_total for uid
+// per "side/direction/port_key".
+func ProxyBytes(uid string) (map[string]float64, error) {
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "kubevirt_vmi_migration_proxy_transferred_bytes_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["uid"] != uid {
+				continue
+			}
+			out[labels["side"]+"/"+labels["direction"]+"/"+labels["port_key"]] += m.GetCounter().GetValue()
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,125 @@
+package netlab
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+)
+
+// Lab is two namespaces, "source" and "target", and their addresses.
+type Lab struct {
+	Source, Target string // namespace names
+	// Management and migration addresses of each node.
+	SourceMgmt, TargetMgmt string
+	SourceMig, TargetMig   string
+	// VLAN tells whether the migration addresses sit on an 802.1Q sub-interface.
+	VLAN bool
+	// Notes are messages for the test log (e.g. why VLAN was skipped).
+	Notes []string
+}
+
+// Probe reports why namespaces cannot be created here, or nil.
+func Probe() error {
+	id := randomID()
+	ns := "vpprobe" + id
+	if out, err := ip("netns", "add", ns); err != nil {
+		return fmt.Errorf("ip netns add: %v: %s", err, out)
+	}
+	_, _ = ip("netns", "del", ns)
+	return nil
+}
+
+// New creates a lab with names unique to this run. Close removes it.
+func New() (*Lab, error) {
+	id := randomID()
+	b := randomOctet()
+	l := &Lab{
+		Source: "vps" + id, Target: "vpt" + id,
+		SourceMgmt: fmt.Sprintf("10.%d.1.1", b), TargetMgmt: fmt.Sprintf("10.%d.1.2", b),
+		SourceMig: fmt.Sprintf("10.%d.2.1", b), TargetMig: fmt.Sprintf("10.%d.2.2", b),
+	}
+	if err := l.build(id); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Lab) build(id string) error {
+	mA, mB, gA := "vpm"+id+"a", "vpm"+id+"b", "vpg"+id+"a"
+	steps := [][]string{
+		{"netns", "add", l.Source},
+		{"netns", "add", l.Target},
+		{"link", "add", mA, "netns", l.Source, "type", "veth", "peer", "name", mB, "netns", l.Target},
+		{"link", "add", gA, "netns", l.Source, "type", "veth", "peer", "name", "migration0", "netns", l.Target},
+		{"-n", l.Source, "link", "set", "lo", "up"},
+		{"-n", l.Target, "link", "set", "lo", "up"},
+		{"-n", l.Source, "addr", "add", l.SourceMgmt + "/24", "dev", mA},
+		{"-n", l.Target, "addr", "add", l.TargetMgmt + "/24", "dev", mB},
+		{"-n", l.Source, "link", "set", mA, "up"},
+		{"-n", l.Target, "link", "set", mB, "up"},
+		{"-n", l.Source, "link", "set", gA, "up"},
+		{"-n", l.Target, "link", "set", "migration0", "up"},
+	}
+	for _, s := range steps {
+		if out, err := ip(s...); err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	srcDev, dstDev := gA, "migration0"
+	if _, err := ip("-n", l.Source, "link", "add", "link", gA, "name", gA+".1", "type", "vlan", "id", "100"); err == nil {
+		if _, err := ip("-n", l.Target, "link", "add", "link", "migration0", "name", "migration0.1", "type", "vlan", "id", "100"); err == nil {
+			_, _ = ip("-n", l.Source, "link", "set", gA+".1", "up")
+			_, _ = ip("-n", l.Target, "link", "set", "migration0.1", "up")
+			srcDev, dstDev, l.VLAN = gA+".1", "migration0.1", true
+		}
+	}
+	if !l.VLAN {
+		l.Notes = append(l.Notes, "802.1Q VLAN sub-interfaces unavailable on this kernel (no 8021q): skipping the VLAN part, migration addresses sit on the veth itself")
+	}
+	for _, s := range [][]string{
+		{"-n", l.Source, "addr", "add", l.SourceMig + "/24", "dev", srcDev},
+		{"-n", l.Target, "addr", "add", l.TargetMig + "/24", "dev", dstDev},
+	} {
+		if out, err := ip(s...); err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// Close deletes both namespaces (and with them the veth pairs).
+func (l *Lab) Close() {
+	_, _ = ip("netns", "del", l.Source)
+	_, _ = ip("netns", "del", l.Target)
+}
+
+// Exec returns a command that runs argv inside namespace ns. The process is
+// killed if the test process dies first (e.g. a -timeout panic), so no node or
+// QEMU outlives a crashed test run.
+func Exec(ns string, argv ...string) *exec.Cmd {
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, argv...)...)
+	// "ip netns exec" execs argv in place, and the parent-death signal survives exec.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+func ip(args ...string) (string, error) {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	return string(out), err
+}
+
+func randomID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func randomOctet() int {
+	var b [1]byte
+	_, _ = rand.Read(b[:])
+	return 100 + int(b[0])%100
+}

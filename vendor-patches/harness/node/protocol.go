@@ -1,0 +1,39 @@
+package node
+
+// EnvRole marks a re-executed test binary as a node process.
+const EnvRole = "MIGRANET_VP_NODE"
+
+// Request is one command to a node.
+type Request struct {
+	Op      string         `json:"op"`
+	Key     string         `json:"key,omitempty"`
+	Bind    string         `json:"bind,omitempty"`
+	Addr    string         `json:"addr,omitempty"`
+	Dir     string         `json:"dir,omitempty"`
+	Sockets []string       `json:"sockets,omitempty"`
+	Ports   map[string]int `json:"ports,omitempty"`
+	PKI     []byte         `json:"pki,omitempty"`
+	// ClientCN / Foreign select the certificate of a "tlsdial": a certificate
+	// with this CN from the node's CA, or from a fresh foreign CA.
+	ClientCN string `json:"clientCN,omitempty"`
+	Foreign  bool   `json:"foreign,omitempty"`
+	// Network ("tcp" or "unix") and Size of a "sink" or "send" stream.
+	Network string `json:"network,omitempty"`
+	Size    int64  `json:"size,omitempty"`
+}
+
+// Response is a node's answer.
+type Response struct {
+	Err        string             `json:"err,omitempty"`
+	Ports      map[string]int     `json:"ports,omitempty"`
+	Files      []string           `json:"files,omitempty"`
+	FDs        int                `json:"fds,omitempty"`
+	Goroutines int                `json:"goroutines,omitempty"`
+	Bytes      map[string]float64 `json:"bytes,omitempty"`
+	// Stream results: wall-clock start (send) or end (sink) in Unix nanoseconds,
+	// bytes seen, whether the sink has finished.
+	Start    int64 `json:"start,omitempty"`
+	End      int64 `json:"end,omitempty"`
+	Received int64 `json:"received,omitempty"`
+	Done     bool  `json:"done,omitempty"`
+}

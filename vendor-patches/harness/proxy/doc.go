@@ -1,0 +1,3 @@
+// Package proxy tests the patched kubevirt.io/kubevirt/pkg/virt-handler/migration-proxy
+// on loopback: listener binding, connection ordering, half-close, leaks, mTLS, metrics.
+package proxy

@@ -1,0 +1,3 @@
+module kubevirt.io/virt-template-api
+
+go 1.26.0
