@@ -25,7 +25,7 @@ test-unit: ## pure logic: table tests, CLI tests, fuzz seed corpora
 
 test-integration: ## Ginkgo suites against the real local control plane
 	bash test/tools/build.sh all >/dev/null
-	$(GO) test -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/... -ginkgo.v
+	$(GO) test -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/...
 
 bench: ## one summary line per measure, with ratios against same-run baselines
 	$(GO) run ./test/bench

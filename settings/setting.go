@@ -25,7 +25,7 @@ func EffectiveValue(s *v1beta1.Setting) string {
 
 // ValidateSetting validates a Setting by name. vm-migration-network: value and default both get
 // every rule of ParseAndValidateMigrationNetwork (paths "value…" and "default…"). migration-policy:
-// value and default must each be empty or a JSON object (its schema comes later). Any other name is
+// value and default must each be empty or a valid policy (ParseMigrationPolicy). Any other name is
 // an error on metadata.name. Warnings are prefixed with their field path.
 func ValidateSetting(s *v1beta1.Setting, cl *Cluster) (field.ErrorList, []string) {
 	if s == nil {
@@ -57,12 +57,9 @@ func ValidateSetting(s *v1beta1.Setting, cl *Cluster) (field.ErrorList, []string
 	return errs, warns
 }
 
-// validateMigrationPolicy accepts an empty value or a single JSON object (duplicate top-level keys
-// and trailing data are errors); its keys are defined by a later issue.
+// validateMigrationPolicy accepts an empty value or a value ParseMigrationPolicy decodes without
+// errors.
 func validateMigrationPolicy(raw string, fld *field.Path) field.ErrorList {
-	if strings.TrimSpace(raw) == "" {
-		return nil
-	}
-	_, errs := decodeObject(raw, fld, `{"key":"value"}`)
+	_, errs := ParseMigrationPolicy(raw, fld)
 	return errs
 }
