@@ -13,10 +13,10 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// Defaults are the default values of the settings migranet owns.
+// ownedDefaults are the default values of the settings migranet owns.
 var ownedDefaults = map[string]string{
 	v1beta1.MigrationNetwork: "",
-	v1beta1.MigrationPolicy:  "",
+	v1beta1.MigrationPolicy:  DefaultMigrationPolicy,
 }
 
 // EnsureOwned creates each setting migranet owns when it is absent, with its default, retrying

@@ -1,11 +1,16 @@
 package webhook
 
 import (
+	"context"
+
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -32,9 +37,35 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// Setup registers every admission webhook with the manager's webhook server.
-func Setup(mgr ctrl.Manager, opts Options) error {
-	return ctrl.NewWebhookManagedBy(mgr).For(&v1beta1.Setting{}).
-		WithValidator(&SettingValidator{Reader: mgr.GetCache(), KubeVirtNamespace: opts.KubeVirtNamespace}).
-		Complete()
+// Setup registers every admission webhook with the manager's webhook server, and the cache
+// index the migration rules use.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	err := mgr.GetFieldIndexer().IndexField(ctx, &kubevirtv1.VirtualMachineInstanceMigration{}, vmiNameIndex, func(o client.Object) []string {
+		return []string{o.(*kubevirtv1.VirtualMachineInstanceMigration).Spec.VMIName}
+	})
+	if err != nil {
+		return err
+	}
+	cache := mgr.GetCache()
+	// Start the informers admission reads with the manager, not on the first request.
+	for _, obj := range []client.Object{&kubevirtv1.VirtualMachineInstance{}, &corev1.Node{}, &kubevirtv1.KubeVirt{}, &v1beta1.Setting{}} {
+		if _, err := cache.GetInformer(ctx, obj); err != nil {
+			return err
+		}
+	}
+	hooks := []struct {
+		obj       runtime.Object
+		validator admission.CustomValidator
+	}{
+		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace}},
+		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Snapshots: opts.Snapshots}},
+		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace}},
+		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache}},
+	}
+	for _, h := range hooks {
+		if err := ctrl.NewWebhookManagedBy(mgr).For(h.obj).WithValidator(h.validator).Complete(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -9,15 +9,9 @@ import (
 	"os"
 	"time"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -130,7 +124,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		LeaderElectionID:        "migranet.io",
 		LeaderElectionNamespace: f.leaderElectionNS,
 		GracefulShutdownTimeout: ptr(15 * time.Second),
-		Cache:                   cacheOptions(f.kubevirtNamespace),
+		Cache:                   webhook.CacheOptions(f.kubevirtNamespace),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -144,7 +138,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network controller: %w", err)
 	}
-	if err := webhook.Setup(mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}); err != nil {
+	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}); err != nil {
 		return fmt.Errorf("setting up webhooks: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -168,20 +162,3 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// cacheOptions narrow the informers to what migranet reads: virt-handler pods and the KubeVirt
-// CR and NADs of the KubeVirt namespace only, and no managed fields on anything.
-func cacheOptions(kubevirtNamespace string) cache.Options {
-	inKubeVirt := map[string]cache.Config{kubevirtNamespace: {}}
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {
-				Namespaces: inKubeVirt,
-				Label:      labels.SelectorFromSet(labels.Set{netcontroller.VirtHandlerLabel: netcontroller.VirtHandlerValue}),
-			},
-			&kubevirtv1.KubeVirt{}:               {Namespaces: inKubeVirt},
-			&nadv1.NetworkAttachmentDefinition{}: {Namespaces: inKubeVirt},
-		},
-	}
-}

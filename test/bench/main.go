@@ -17,6 +17,7 @@ type measure struct {
 func main() {
 	measures := []measure{
 		{"setting-validate", settingValidate},
+		{"admission", benchAdmission},
 	}
 	failed := false
 	for _, m := range measures {

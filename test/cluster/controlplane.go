@@ -286,6 +286,13 @@ func (c *Cluster) startControllers() error {
 	return nil
 }
 
+// WriteKubeconfig writes a kubeconfig for user with groups into the cluster's folder and returns
+// its path.
+func (c *Cluster) WriteKubeconfig(name, user string, groups ...string) (string, error) {
+	path := filepath.Join(c.Dir, name+".kubeconfig")
+	return path, c.writeKubeconfig(path, c.Config.Host, user, groups)
+}
+
 // writeKubeconfig writes a kubeconfig authenticating as user (client certificate signed by the
 // cluster CA, groups as organisations).
 func (c *Cluster) writeKubeconfig(path, host, user string, groups []string) error {

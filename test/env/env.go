@@ -21,6 +21,20 @@ import (
 	"github.com/migranet/migranet/test/sim"
 )
 
+// ManagerUser is the user migranet authenticates as in the local environment.
+const ManagerUser = "migranet"
+
+// AuditManagerRequests is an audit policy that logs, at Metadata level, only the requests
+// migranet itself makes.
+const AuditManagerRequests = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: [` + ManagerUser + `]
+- level: None
+`
+
 // Options configure an environment.
 type Options struct {
 	// Dir holds everything the environment writes; wiped at start.
@@ -88,7 +102,12 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.WaitKubeVirtAvailable(ctx, time.Minute); err != nil {
 		return nil, err
 	}
-	e.Manager = &Manager{Binary: binary, Kubeconfig: c.Kubeconfig, Dir: filepath.Join(opts.Dir, "migranet")}
+	// migranet runs as its own user, so the audit log tells its requests apart.
+	managerKubeconfig, err := c.WriteKubeconfig("migranet", ManagerUser, "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	e.Manager = &Manager{Binary: binary, Kubeconfig: managerKubeconfig, Dir: filepath.Join(opts.Dir, "migranet")}
 	if !opts.NoManager {
 		if err := e.Manager.Start(ctx); err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/test/env"
@@ -55,11 +56,24 @@ func (f *Framework) RemoveLogs(r Report) {
 	fmt.Fprintf(GinkgoWriter, "suite failed: logs kept in %s\n", f.Dir)
 }
 
-// Namespace creates a namespace for the current test and deletes it afterwards.
+// Namespace creates a namespace for the current test and deletes it afterwards. Its migrations
+// are deleted first and at once: a migration left in flight would block the next test's changes
+// to the migration network while the namespace controller works.
 func (f *Framework) Namespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
 	Expect(f.Client.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func(ctx context.Context) {
+		vmims := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+		Expect(f.Client.List(ctx, vmims, client.InNamespace(ns.Name))).To(Succeed())
+		for i := range vmims.Items {
+			vmim := &vmims.Items[i]
+			if vmim.Annotations == nil {
+				vmim.Annotations = map[string]string{}
+			}
+			vmim.Annotations["migranet.io/force-cancel"] = "true"
+			_ = f.Client.Update(ctx, vmim)
+			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, vmim))).To(Succeed())
+		}
 		Expect(client.IgnoreNotFound(f.Client.Delete(ctx, ns))).To(Succeed())
 	})
 	return ns.Name

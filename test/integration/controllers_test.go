@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
@@ -80,6 +81,14 @@ func expectedNAD(value string) string {
 	return settings.NADName(m.Hash())
 }
 
+// resetToPodNetwork clears the setting and waits until the cluster is back on the pod network
+// with no managed NAD left.
+func resetToPodNetwork(ctx context.Context) {
+	Expect(resetSetting(ctx)).To(Succeed())
+	waitReady(ctx, netcontroller.ReasonPodNetwork)
+	Eventually(managedNADs).WithContext(ctx).WithTimeout(framework.Long).Should(BeEmpty())
+}
+
 // waitReady waits for Configured and Ready on the setting and an Available KubeVirt CR.
 func waitReady(ctx context.Context, readyReason string) {
 	EventuallyWithOffset(1, condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).
@@ -89,12 +98,9 @@ func waitReady(ctx context.Context, readyReason string) {
 }
 
 var _ = Describe("the settings and network controllers", func() {
-	AfterEach(func(ctx context.Context) {
-		Expect(resetSetting(ctx)).To(Succeed())
-		waitReady(ctx, netcontroller.ReasonPodNetwork)
-		Eventually(managedNADs).WithContext(ctx).WithTimeout(framework.Long).Should(BeEmpty())
-	})
-
+	// Registered from BeforeEach, this cleanup runs after the test's own (its namespace and
+	// migrations are gone by then), unlike an AfterEach.
+	BeforeEach(func() { DeferCleanup(resetToPodNetwork) })
 	It("enables the network: NAD, KubeVirt CR, rolled virt-handlers, Ready with per-node addresses and capacity", func(ctx context.Context) {
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
@@ -193,9 +199,29 @@ var _ = Describe("the settings and network controllers", func() {
 		waitReady(ctx, netcontroller.ReasonReady)
 	})
 
-	It("recreates the NAD when it is deleted by hand", func(ctx context.Context) {
+	It("recreates the NAD when it is deleted behind the webhook's back", func(ctx context.Context) {
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
+		// The NAD webhook refuses this delete (see the admission specs); take it out of the chain,
+		// as an admin bypassing it would, and put it back afterwards.
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, cfg)).To(Succeed())
+		saved := cfg.DeepCopy()
+		var kept []admissionregistrationv1.ValidatingWebhook
+		for _, w := range cfg.Webhooks {
+			if w.Name != "nad.migranet.io" {
+				kept = append(kept, w)
+			}
+		}
+		cfg.Webhooks = kept
+		Expect(f.Client.Update(ctx, cfg)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			now := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			Expect(f.Client.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, now)).To(Succeed())
+			now.Webhooks = saved.Webhooks
+			Expect(f.Client.Update(ctx, now)).To(Succeed())
+		})
+		time.Sleep(time.Second) // the API server reloads webhook configurations asynchronously
 		nad := &nadv1.NetworkAttachmentDefinition{}
 		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: expectedNAD(net24)}, nad)).To(Succeed())
 		Expect(f.Client.Delete(ctx, nad)).To(Succeed())

@@ -45,11 +45,9 @@ func mustHash(value string) string {
 }
 
 var _ = Describe("convergence under pressure", func() {
-	AfterEach(func(ctx context.Context) {
-		Expect(resetSetting(ctx)).To(Succeed())
-		waitReady(ctx, netcontroller.ReasonPodNetwork)
-	})
-
+	// Registered from BeforeEach, this cleanup runs after the test's own (its namespace and
+	// migrations are gone by then), unlike an AfterEach.
+	BeforeEach(func() { DeferCleanup(resetToPodNetwork) })
 	It("ends 20 edits made within 2 s with exactly the last NAD", func(ctx context.Context) {
 		var last string
 		for i := range 20 {

@@ -29,8 +29,8 @@ func storedValue(ctx context.Context) string {
 var _ = Describe("the vm-migration-network setting", func() {
 	const good = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}`
 
-	AfterEach(func(ctx context.Context) {
-		Expect(resetSetting(ctx)).To(Succeed())
+	BeforeEach(func() {
+		DeferCleanup(func(ctx context.Context) { Expect(resetSetting(ctx)).To(Succeed()) })
 	})
 
 	It("exists from the manager's start, with an empty default", func(ctx context.Context) {

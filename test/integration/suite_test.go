@@ -18,7 +18,7 @@ func TestIntegration(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	f = framework.Start(env.Options{})
+	f = framework.Start(env.Options{AuditPolicy: env.AuditManagerRequests})
 })
 
 var _ = ReportAfterSuite("remove logs of a passing suite", func(r Report) { f.RemoveLogs(r) })

@@ -1,0 +1,30 @@
+package webhook
+
+import (
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/netcontroller"
+)
+
+// CacheOptions narrow the manager's informers to what migranet reads: virt-handler pods and the KubeVirt
+// CR and NADs of the KubeVirt namespace only, and no managed fields on anything.
+func CacheOptions(kubevirtNamespace string) cache.Options {
+	inKubeVirt := map[string]cache.Config{kubevirtNamespace: {}}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {
+				Namespaces: inKubeVirt,
+				Label:      labels.SelectorFromSet(labels.Set{netcontroller.VirtHandlerLabel: netcontroller.VirtHandlerValue}),
+			},
+			&kubevirtv1.KubeVirt{}:               {Namespaces: inKubeVirt},
+			&kubevirtv1.VirtualMachineInstance{}: {Transform: TrimVMI},
+			&nadv1.NetworkAttachmentDefinition{}: {Namespaces: inKubeVirt},
+		},
+	}
+}

@@ -1,0 +1,55 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// +kubebuilder:webhook:path=/validate-kubevirt-io-v1-kubevirt,mutating=false,failurePolicy=ignore,sideEffects=None,groups=kubevirt.io,resources=kubevirts,verbs=update,versions=v1,name=kubevirt.migranet.io,admissionReviewVersions=v1,timeoutSeconds=5
+
+// KubeVirtValidator warns, and never denies, when the KubeVirt CR's migrations.network is changed
+// by hand to something the vm-migration-network setting does not say.
+type KubeVirtValidator struct {
+	Reader client.Reader
+}
+
+// ValidateCreate admits every create.
+func (v *KubeVirtValidator) ValidateCreate(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateUpdate returns warnings only.
+func (v *KubeVirtValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	oldKV, ok1 := oldObj.(*kubevirtv1.KubeVirt)
+	newKV, ok2 := newObj.(*kubevirtv1.KubeVirt)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("expected KubeVirt objects, got %T and %T", oldObj, newObj)
+	}
+	s := &v1beta1.Setting{}
+	if err := v.Reader.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+		return nil, nil
+	}
+	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
+	if len(errs) > 0 {
+		return nil, nil
+	}
+	want := ""
+	if m != nil {
+		want = settings.NADName(m.Hash())
+	}
+	return KubeVirtUpdateWarnings(oldKV, newKV, want), nil
+}
+
+// ValidateDelete admits every delete.
+func (v *KubeVirtValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}

@@ -1,0 +1,174 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// +kubebuilder:webhook:path=/validate-kubevirt-io-v1-virtualmachineinstancemigration,mutating=false,failurePolicy=ignore,sideEffects=None,groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=create;delete,versions=v1,name=vmim.migranet.io,admissionReviewVersions=v1,timeoutSeconds=5
+
+// vmiNameIndex indexes VirtualMachineInstanceMigrations by spec.vmiName.
+const vmiNameIndex = "spec.vmiName"
+
+var vmimKind = kubevirtv1.SchemeGroupVersion.WithKind("VirtualMachineInstanceMigration").GroupKind()
+
+// MigrationValidator admits VirtualMachineInstanceMigration create (the rules of
+// EvaluateCreate) and delete, which cancels a migration (EvaluateDelete). It reads only the cache.
+type MigrationValidator struct {
+	Reader            client.Reader
+	KubeVirtNamespace string
+	Snapshots         *netcontroller.Store
+	settings          settingsMemo
+}
+
+// ValidateCreate refuses a migration that cannot succeed.
+func (v *MigrationValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
+	vmim, ok := obj.(*kubevirtv1.VirtualMachineInstanceMigration)
+	if !ok {
+		return nil, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)
+	}
+	in, err := v.createInput(ctx, vmim)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return verdict(vmim, EvaluateCreate(*in), false)
+}
+
+// ValidateUpdate admits every update: the rules are about starting and cancelling migrations.
+func (v *MigrationValidator) ValidateUpdate(context.Context, runtime.Object, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateDelete refuses cancelling a migration in post-copy, unless forced.
+func (v *MigrationValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
+	vmim, ok := obj.(*kubevirtv1.VirtualMachineInstanceMigration)
+	if !ok {
+		return nil, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)
+	}
+	vmi, err := v.vmi(ctx, vmim)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	policy, _ := v.settings.load(ctx, v.Reader)
+	return verdict(vmim, EvaluateDelete(DeleteInput{VMIM: vmim, VMI: vmi, Policy: policy}), true)
+}
+
+// verdict turns decisions into admission warnings and, when any rule denies, a refusal: 422
+// Invalid with one cause per rule for a create, 403 Forbidden for a cancel.
+func verdict(vmim *kubevirtv1.VirtualMachineInstanceMigration, ds []Decision, cancel bool) (admission.Warnings, error) {
+	var warnings admission.Warnings
+	var errs field.ErrorList
+	for _, d := range ds {
+		switch {
+		case d.Deny:
+			path := d.Field
+			if path == "" {
+				path = "spec.vmiName"
+			}
+			errs = append(errs, field.Forbidden(field.NewPath(path), fmt.Sprintf("migranet %s: %s", d.Rule, d.Message)))
+		case d.Warn:
+			warnings = append(warnings, fmt.Sprintf("migranet %s: %s", d.Rule, d.Message))
+		}
+	}
+	if len(errs) == 0 {
+		return warnings, nil
+	}
+	if cancel {
+		return warnings, apierrors.NewForbidden(kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations").GroupResource(),
+			vmim.Name, errs.ToAggregate())
+	}
+	return warnings, apierrors.NewInvalid(vmimKind, vmim.Name, errs)
+}
+
+// createInput gathers, from the cache only, what the create rules look at.
+func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration) (*CreateInput, error) {
+	in := &CreateInput{VMIM: vmim, Network: v.Snapshots.Load()}
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		in.User = req.UserInfo.Username
+	}
+	var err error
+	if in.VMI, err = v.vmi(ctx, vmim); err != nil {
+		return nil, err
+	}
+	others := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	if err := v.Reader.List(ctx, others, client.InNamespace(vmim.Namespace), client.MatchingFields{vmiNameIndex: vmim.Spec.VMIName}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	for i := range others.Items {
+		in.OtherMigrations = append(in.OtherMigrations, &others.Items[i])
+	}
+	kvs := &kubevirtv1.KubeVirtList{}
+	if err := v.Reader.List(ctx, kvs, client.InNamespace(v.KubeVirtNamespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	if len(kvs.Items) > 0 {
+		in.KubeVirt = &kvs.Items[0]
+	}
+	nodes := &corev1.NodeList{}
+	if err := v.Reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	in.Nodes = make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		in.Nodes[i] = &nodes.Items[i]
+	}
+	in.Policy, in.CurrentHash = v.settings.load(ctx, v.Reader)
+	return in, nil
+}
+
+func (v *MigrationValidator) vmi(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration) (*kubevirtv1.VirtualMachineInstance, error) {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: vmim.Namespace, Name: vmim.Spec.VMIName}, vmi)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return vmi, err
+}
+
+// settingsMemo caches the parsed migration-policy and the migration network's hash per
+// resourceVersion, so admission does not re-parse unchanged settings on every request.
+type settingsMemo struct {
+	mu                  sync.Mutex
+	policyRV, networkRV string
+	policy              *settings.MigrationPolicy
+	hash                string
+}
+
+// load returns the migration policy (nil = default) and the current migration network hash.
+func (m *settingsMemo) load(ctx context.Context, r client.Reader) (*settings.MigrationPolicy, string) {
+	policy, network := &v1beta1.Setting{}, &v1beta1.Setting{}
+	policyErr := r.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationPolicy}, policy)
+	networkErr := r.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, network)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if policyErr != nil {
+		m.policy, m.policyRV = nil, ""
+	} else if policy.ResourceVersion != m.policyRV {
+		m.policy, _ = settings.ParseMigrationPolicy(settings.EffectiveValue(policy), field.NewPath("value"))
+		m.policyRV = policy.ResourceVersion
+	}
+	if networkErr != nil {
+		m.hash, m.networkRV = "", ""
+	} else if network.ResourceVersion != m.networkRV {
+		mn, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(network), field.NewPath("value"))
+		m.hash = ""
+		if len(errs) == 0 {
+			m.hash = mn.Hash()
+		}
+		m.networkRV = network.ResourceVersion
+	}
+	return m.policy, m.hash
+}

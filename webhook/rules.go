@@ -1,0 +1,558 @@
+package webhook
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// ForceCancelAnnotation, set to "true" on a VirtualMachineInstanceMigration, lets it be deleted
+// (cancelled) while the migration is in post-copy.
+const ForceCancelAnnotation = "migranet.io/force-cancel"
+
+// Field paths the decisions name.
+const (
+	fieldVMIName           = "spec.vmiName"
+	fieldAddedNodeSelector = "spec.addedNodeSelector"
+	fieldForceCancel       = "metadata.annotations[" + ForceCancelAnnotation + "]"
+)
+
+// retryNetwork ends every networkReady message.
+const retryNetwork = "retry when the setting " + v1beta1.MigrationNetwork + " is Ready"
+
+// Decision is one violated migration admission rule.
+type Decision struct {
+	// Rule is the violated rule.
+	Rule settings.Rule
+	// Deny is set when the rule is enforced: the request is refused.
+	Deny bool
+	// Warn is set when the rule is in warn mode: the request is admitted with Message as a warning.
+	Warn bool
+	// Field is the path, in the request's object, the message is about; "" when the cause is the
+	// cluster's state rather than a field of the request.
+	Field string
+	// Message says what is wrong and what to do.
+	Message string
+}
+
+// decision builds the Decision for a violated rule in mode m (never ModeOff).
+func decision(r settings.Rule, m settings.Mode, fld, msg string) Decision {
+	return Decision{Rule: r, Deny: m == settings.ModeEnforce, Warn: m == settings.ModeWarn, Field: fld, Message: msg}
+}
+
+// CreateInput is everything the VMIM create rules look at, read from informer caches by the caller.
+type CreateInput struct {
+	VMIM *kubevirtv1.VirtualMachineInstanceMigration
+	// VMI is the VMIM's spec.vmiName in its namespace; nil if not found.
+	VMI *kubevirtv1.VirtualMachineInstance
+	// OtherMigrations are other VMIMs for the same VMI (same namespace, spec.vmiName).
+	OtherMigrations []*kubevirtv1.VirtualMachineInstanceMigration
+	// KubeVirt is the KubeVirt CR; nil if none.
+	KubeVirt *kubevirtv1.KubeVirt
+	// Network is the network controller's latest snapshot; nil before its first observation.
+	Network *netcontroller.Snapshot
+	// CurrentHash is the hash of vm-migration-network's current effective value, "" when the
+	// migration network is disabled; a snapshot with another hash is older than the setting.
+	CurrentHash string
+	Nodes       []*corev1.Node
+	// Policy is the migration-policy setting; nil means the default (all enforced).
+	Policy *settings.MigrationPolicy
+	// User is the admission request's username.
+	User string
+}
+
+// EvaluateCreate judges a VMIM create against the rules kubevirtReady, networkReady,
+// feasibleTarget (all three skipped for exempt users) and vmiState, in that order, and returns one
+// Decision per violated rule whose mode is not off. feasibleTarget is judged only when the VMI
+// exists. A nil VMIM yields no decision.
+func EvaluateCreate(in CreateInput) []Decision {
+	if in.VMIM == nil {
+		return nil
+	}
+	var out []Decision
+	if m := in.Policy.ModeFor(settings.RuleKubeVirtReady, in.User); m != settings.ModeOff {
+		if ok, why := netcontroller.KubeVirtReady(in.KubeVirt); !ok {
+			out = append(out, decision(settings.RuleKubeVirtReady, m, "",
+				"cannot migrate now: "+why+"; retry when KubeVirt is ready (Available=True with reason "+netcontroller.KubeVirtReadyReason+")"))
+		}
+	}
+	if m := in.Policy.ModeFor(settings.RuleNetworkReady, in.User); m != settings.ModeOff {
+		if msg := networkNotReady(in.Network, in.CurrentHash); msg != "" {
+			out = append(out, decision(settings.RuleNetworkReady, m, "", msg))
+		}
+	}
+	if m := in.Policy.ModeFor(settings.RuleFeasibleTarget, in.User); m != settings.ModeOff && in.VMI != nil {
+		if fld, msg := infeasible(&in); msg != "" {
+			out = append(out, decision(settings.RuleFeasibleTarget, m, fld, msg))
+		}
+	}
+	if m := in.Policy.ModeFor(settings.RuleVMIState, in.User); m != settings.ModeOff {
+		if msg := vmiStateProblem(&in); msg != "" {
+			out = append(out, decision(settings.RuleVMIState, m, fieldVMIName, msg))
+		}
+	}
+	return out
+}
+
+// networkNotReady explains why a configured migration network is not Ready, or returns "".
+// KubeVirt's own readiness is rule kubevirtReady's business: a snapshot that is not Ready only
+// because of KubeVirt passes here.
+func networkNotReady(snap *netcontroller.Snapshot, current string) string {
+	switch {
+	case current == "":
+		return ""
+	case snap == nil:
+		return "the migration network's rollout has not been observed yet (the network controller has published no status); " + retryNetwork
+	case snap.Hash != current:
+		return fmt.Sprintf("the migration network's rollout for the current value of the setting %s (hash %s) has not been observed yet (last observed %s); %s",
+			v1beta1.MigrationNetwork, shortHash(current), shortHash(snap.Hash), retryNetwork)
+	case snap.AppliedHash != current:
+		return fmt.Sprintf("%d of %d virt-handlers are on the migration network; %s (the settings controller has not applied the current value yet)",
+			snap.Attached, snap.Eligible, retryNetwork)
+	case snap.Attached < snap.Eligible:
+		return fmt.Sprintf("%d of %d virt-handlers are on the migration network %s; %s", snap.Attached, snap.Eligible, snap.Network, retryNetwork)
+	case !snap.Ready && snap.Reason != netcontroller.ReasonKubeVirtNotReady:
+		return fmt.Sprintf("%d of %d virt-handlers are on the migration network %s; %s (%s: %s)",
+			snap.Attached, snap.Eligible, snap.Network, retryNetwork, snap.Reason, snap.Message)
+	}
+	return ""
+}
+
+func shortHash(h string) string {
+	if h == "" {
+		return "none"
+	}
+	if len(h) > 10 {
+		return h[:10]
+	}
+	return h
+}
+
+// vmiStateProblem explains why the VMI cannot start a migration (missing, or one in flight), or
+// returns "".
+func vmiStateProblem(in *CreateInput) string {
+	vmim := in.VMIM
+	name := vmim.Spec.VMIName
+	if name == "" {
+		return "spec.vmiName is empty: name the VirtualMachineInstance to migrate"
+	}
+	if in.VMI == nil {
+		return fmt.Sprintf("VirtualMachineInstance %s/%s not found: create the VMI first or fix spec.vmiName", vmim.Namespace, name)
+	}
+	var first *kubevirtv1.VirtualMachineInstanceMigration
+	n := 0
+	for _, o := range in.OtherMigrations {
+		if o == nil || o.Namespace != vmim.Namespace || o.Spec.VMIName != name || o.IsFinal() || sameObject(o, vmim) {
+			continue
+		}
+		n++
+		if first == nil || o.Name < first.Name {
+			first = o
+		}
+	}
+	if first == nil {
+		return ""
+	}
+	phase := string(first.Status.Phase)
+	if phase == "" {
+		phase = string(kubevirtv1.MigrationPending)
+	}
+	msg := fmt.Sprintf("VirtualMachineInstance %s/%s already has a migration in flight: VirtualMachineInstanceMigration %s is %s",
+		vmim.Namespace, name, first.Name, phase)
+	if n > 1 {
+		msg += fmt.Sprintf(" (and %d more)", n-1)
+	}
+	return msg + "; wait until it has Succeeded or Failed, or cancel it by deleting it"
+}
+
+// sameObject reports whether a and b are the same VMIM: the same name in the same namespace. A
+// create whose name is taken is the API server's to answer (409 AlreadyExists), not a second
+// migration in flight; UIDs cannot tell, as the API server gives the new object its own before
+// validating admission runs.
+func sameObject(a, b *kubevirtv1.VirtualMachineInstanceMigration) bool {
+	return a.Name != "" && a.Name == b.Name && a.Namespace == b.Namespace
+}
+
+// DeleteInput is everything the VMIM delete (cancel) rule looks at.
+type DeleteInput struct {
+	VMIM *kubevirtv1.VirtualMachineInstanceMigration
+	// VMI is the VMIM's spec.vmiName in its namespace; nil if not found.
+	VMI *kubevirtv1.VirtualMachineInstance
+	// Policy is the migration-policy setting; nil means the default.
+	Policy *settings.MigrationPolicy
+}
+
+// EvaluateDelete judges a VMIM delete against rule postCopyCancel, which no user is exempt from:
+// while the VMI's migration is in post-copy and neither completed nor failed, cancelling it cannot
+// bring the VM back, so the delete is refused unless the VMIM carries ForceCancelAnnotation "true".
+// Only the migration the VMI's migrationState names is protected (any VMIM when it names none);
+// deleting a finished or unrelated VMIM passes.
+func EvaluateDelete(in DeleteInput) []Decision {
+	vmim, vmi := in.VMIM, in.VMI
+	if vmim == nil || vmi == nil || vmi.Namespace != vmim.Namespace || vmi.Name != vmim.Spec.VMIName {
+		return nil
+	}
+	m := in.Policy.Mode(settings.RulePostCopyCancel)
+	ms := vmi.Status.MigrationState
+	if m == settings.ModeOff || ms == nil || ms.Mode != kubevirtv1.MigrationPostCopy || ms.Completed || ms.Failed || vmim.IsFinal() {
+		return nil
+	}
+	if ms.MigrationUID != "" && ms.MigrationUID != vmim.UID {
+		return nil
+	}
+	force, set := vmim.Annotations[ForceCancelAnnotation]
+	if force == "true" {
+		return nil
+	}
+	msg := fmt.Sprintf("VirtualMachineInstanceMigration %s/%s is in post-copy: VirtualMachineInstance %s already runs on the target node %s "+
+		"while part of its memory is still on the source node %s, so aborting now cannot return it to the source and loses the VM; "+
+		"wait for the migration to complete. To cancel anyway and accept losing the VM, run "+
+		"kubectl annotate vmim %s -n %s %s=true, then delete it again",
+		vmim.Namespace, vmim.Name, vmi.Name, orUnknown(ms.TargetNode), orUnknown(ms.SourceNode), vmim.Name, vmim.Namespace, ForceCancelAnnotation)
+	if set {
+		msg += fmt.Sprintf(" (the annotation is %q; only \"true\" forces the cancel)", force)
+	}
+	return []Decision{decision(settings.RulePostCopyCancel, m, fieldForceCancel, msg)}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+// ValidateNADDelete refuses deleting the NetworkAttachmentDefinition name (in the KubeVirt
+// namespace) while the KubeVirt CR's spec.configuration.migrations.network, activeNetwork, names it.
+func ValidateNADDelete(name, activeNetwork string) error {
+	if activeNetwork == "" || name != activeNetwork {
+		return nil
+	}
+	return fmt.Errorf("NetworkAttachmentDefinition %s is the migration network the KubeVirt CR names in "+
+		"spec.configuration.migrations.network: every virt-handler uses it, and deleting it breaks live migration; "+
+		"change or clear the setting %s instead, and migranet deletes this NAD once KubeVirt no longer uses it",
+		name, v1beta1.MigrationNetwork)
+}
+
+// KubeVirtUpdateWarnings warns, never denies, when an update changes the KubeVirt CR's
+// spec.configuration.migrations.network to something other than wantNetwork, the NAD the setting
+// renders to ("" = unset: the setting is empty and migrations use the pod network).
+func KubeVirtUpdateWarnings(oldKV, newKV *kubevirtv1.KubeVirt, wantNetwork string) []string {
+	if newKV == nil {
+		return nil
+	}
+	got := migrationNetworkOf(newKV)
+	if got == migrationNetworkOf(oldKV) || got == wantNetwork {
+		return nil
+	}
+	back := "put it back to " + wantNetwork
+	if wantNetwork == "" {
+		back = "unset it again (the setting is empty: migrations use the pod network)"
+	}
+	gotText := fmt.Sprintf("%q", got)
+	if got == "" {
+		gotText = "unset"
+	}
+	return []string{fmt.Sprintf("spec.configuration.migrations.network is %s, which the setting %s does not say: "+
+		"the migranet settings controller will %s; change the setting %s instead",
+		gotText, v1beta1.MigrationNetwork, back, v1beta1.MigrationNetwork)}
+}
+
+func migrationNetworkOf(kv *kubevirtv1.KubeVirt) string {
+	if kv == nil || kv.Spec.Configuration.MigrationConfiguration == nil || kv.Spec.Configuration.MigrationConfiguration.Network == nil {
+		return ""
+	}
+	return *kv.Spec.Configuration.MigrationConfiguration.Network
+}
+
+// formatSelector renders a node selector as {k1: v1, k2: v2}, keys sorted.
+func formatSelector(sel map[string]string) string {
+	keys := make([]string, 0, len(sel))
+	for k := range sel {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(k + ": " + sel[k])
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// The feasibleTarget filters, applied in this order; a node's stage is the first filter it fails.
+type stage int
+
+const (
+	stageOther          stage = iota // not the VMI's current node
+	stageReady                       // NodeReady condition True
+	stageSchedulable                 // not cordoned, no unschedulable/not-ready/unreachable taint
+	stageNodeSelector                // matches the VMI's spec.nodeSelector
+	stageAddedSelector               // matches the VMIM's spec.addedNodeSelector
+	stageVirtHandler                 // eligible for virt-handler
+	stageClusterNetwork              // carries the configured cluster network
+	numStages                        // passed every filter
+)
+
+// targetFilter holds what the feasibleTarget filters compare a node with. The selectors are also
+// flattened into label lists once per admission: iterating a Go map costs more than the lookups.
+type targetFilter struct {
+	vmiSel, addedSel, kvSel map[string]string
+	vmiLabels, addedLabels  []label
+	kvLabels                []label
+	clusterNetwork          string
+	// clusterNetworkLabel is ClusterNetworkLabelPrefix+clusterNetwork, built once: the same test
+	// as settings.HasClusterNetwork without a string concatenation (an allocation) per node.
+	clusterNetworkLabel string
+}
+
+// stageOf returns the first filter after stageOther that n fails, or numStages.
+func (f *targetFilter) stageOf(n *corev1.Node) stage {
+	switch {
+	case !nodeReady(n):
+		return stageReady
+	case !schedulable(n):
+		return stageSchedulable
+	case !hasLabels(n.Labels, f.vmiLabels):
+		return stageNodeSelector
+	case !hasLabels(n.Labels, f.addedLabels):
+		return stageAddedSelector
+	case !eligible(n, f.kvLabels):
+		return stageVirtHandler
+	case f.clusterNetwork != "" && n.Labels[f.clusterNetworkLabel] != "true":
+		return stageClusterNetwork
+	}
+	return numStages
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for i := range n.Status.Conditions {
+		if c := &n.Status.Conditions[i]; c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func schedulable(n *corev1.Node) bool {
+	if n.Spec.Unschedulable {
+		return false
+	}
+	for i := range n.Spec.Taints {
+		t := &n.Spec.Taints[i]
+		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		switch t.Key {
+		case corev1.TaintNodeUnschedulable, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable:
+			return false
+		}
+	}
+	return true
+}
+
+// label is one key and value of a node selector.
+type label struct{ key, value string }
+
+// flatten lists sel's labels.
+func flatten(sel map[string]string) []label {
+	if len(sel) == 0 {
+		return nil
+	}
+	out := make([]label, 0, len(sel))
+	for k, v := range sel {
+		out = append(out, label{k, v})
+	}
+	return out
+}
+
+// hasLabels reports whether labels carries every label of sel with the same value.
+func hasLabels(labels map[string]string, sel []label) bool {
+	for i := range sel {
+		if got, ok := labels[sel[i].key]; !ok || got != sel[i].value {
+			return false
+		}
+	}
+	return true
+}
+
+// eligible is settings.Eligible over a flattened selector: not a witness node, and every label of
+// the KubeVirt CR's workloads node selector.
+func eligible(n *corev1.Node, kvLabels []label) bool {
+	if _, witness := n.Labels[settings.WitnessLabel]; witness {
+		return false
+	}
+	return hasLabels(n.Labels, kvLabels)
+}
+
+// infeasible returns, when no node other than the VMI's current one passes every filter, the field
+// to blame and a message naming the filter that emptied the candidate set with the counts after
+// each filter; else "", "". One pass over the nodes, stopping at the first feasible one; it
+// allocates only to write the message.
+func infeasible(in *CreateInput) (string, string) {
+	vmi, vmim := in.VMI, in.VMIM
+	f := targetFilter{vmiSel: vmi.Spec.NodeSelector, addedSel: vmim.Spec.AddedNodeSelector}
+	if w := kubeVirtWorkloads(in.KubeVirt); w != nil {
+		f.kvSel = w.NodeSelector
+	}
+	if in.CurrentHash != "" && in.Network != nil && in.Network.Hash == in.CurrentHash {
+		f.clusterNetwork = in.Network.ClusterNetwork
+		f.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + f.clusterNetwork
+	}
+	if msg := selectorConflict(vmi, f.vmiSel, f.addedSel); msg != "" {
+		return fieldAddedNodeSelector, msg
+	}
+	f.vmiLabels, f.addedLabels, f.kvLabels = flatten(f.vmiSel), flatten(f.addedSel), flatten(f.kvSel)
+	source := vmi.Status.NodeName
+	var failedAt [numStages + 1]int // failedAt[s]: nodes whose first failed filter is s
+	var sourceNode *corev1.Node
+	for _, n := range in.Nodes {
+		if n == nil {
+			continue
+		}
+		if source != "" && n.Name == source {
+			sourceNode = n
+			continue
+		}
+		s := f.stageOf(n)
+		if s == numStages {
+			return "", ""
+		}
+		failedAt[s]++
+	}
+	// passed[k]: nodes passing filters stageOther..k.
+	var passed [numStages]int
+	for k := range numStages {
+		for s := k + 1; s <= numStages; s++ {
+			passed[k] += failedAt[s]
+		}
+	}
+	return f.explain(in, passed, sourceNode != nil && f.stageOf(sourceNode) == numStages)
+}
+
+func kubeVirtWorkloads(kv *kubevirtv1.KubeVirt) *kubevirtv1.NodePlacement {
+	if kv == nil || kv.Spec.Workloads == nil {
+		return nil
+	}
+	return kv.Spec.Workloads.NodePlacement
+}
+
+// selectorConflict names every key the VMI's nodeSelector and the VMIM's addedNodeSelector set to
+// different values, or returns "".
+func selectorConflict(vmi *kubevirtv1.VirtualMachineInstance, vmiSel, addedSel map[string]string) string {
+	var keys []string
+	for k, v := range addedSel {
+		if w, ok := vmiSel[k]; ok && w != v {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("key %q is %q in the VMI's nodeSelector but %q in spec.addedNodeSelector", k, vmiSel[k], addedSel[k])
+	}
+	return fmt.Sprintf("spec.addedNodeSelector conflicts with the nodeSelector of VirtualMachineInstance %s/%s: %s, so no node can match both; "+
+		"drop the key from spec.addedNodeSelector or give it the VMI's value", vmi.Namespace, vmi.Name, strings.Join(parts, "; "))
+}
+
+// explain writes the feasibleTarget message from the counts after each filter.
+func (f *targetFilter) explain(in *CreateInput, passed [numStages]int, sourceFits bool) (string, string) {
+	vmi := in.VMI
+	source := vmi.Status.NodeName
+	var b strings.Builder
+	fmt.Fprintf(&b, "no node can receive VirtualMachineInstance %s/%s: ", vmi.Namespace, vmi.Name)
+	if source != "" {
+		fmt.Fprintf(&b, "%d %s other than its current node %s", passed[stageOther], plural(passed[stageOther], "node", "nodes"), source)
+	} else {
+		fmt.Fprintf(&b, "%d %s", passed[stageOther], plural(passed[stageOther], "node", "nodes"))
+	}
+	empty := stageOther
+	for k := stageReady; k < numStages && passed[empty] > 0; k++ {
+		what := f.describe(k)
+		if what == "" { // a filter that is not in force cannot empty the set
+			continue
+		}
+		fmt.Fprintf(&b, "; %d %s", passed[k], what)
+		empty = k
+	}
+	b.WriteString("; ")
+	b.WriteString(f.hint(empty))
+	if sourceFits {
+		fmt.Fprintf(&b, " (only its current node %s satisfies every constraint, and a migration never targets its source node)", source)
+	}
+	fld := fieldVMIName
+	if empty == stageAddedSelector {
+		fld = fieldAddedNodeSelector
+	}
+	return fld, b.String()
+}
+
+// describe words filter k for the count chain, or returns "" when it is not in force.
+func (f *targetFilter) describe(k stage) string {
+	switch k {
+	case stageReady:
+		return "Ready"
+	case stageSchedulable:
+		return "schedulable (not cordoned, no unschedulable, not-ready or unreachable taint)"
+	case stageNodeSelector:
+		if len(f.vmiSel) > 0 {
+			return "match its nodeSelector " + formatSelector(f.vmiSel)
+		}
+	case stageAddedSelector:
+		if len(f.addedSel) > 0 {
+			return "match spec.addedNodeSelector " + formatSelector(f.addedSel)
+		}
+	case stageVirtHandler:
+		if len(f.kvSel) > 0 {
+			return "run virt-handler (not a witness node, labels " + formatSelector(f.kvSel) + " of the KubeVirt CR's spec.workloads.nodePlacement.nodeSelector)"
+		}
+		return "run virt-handler (not a witness node)"
+	case stageClusterNetwork:
+		if f.clusterNetwork != "" {
+			return fmt.Sprintf("carry the cluster network %s (label %s%s=true)", f.clusterNetwork, settings.ClusterNetworkLabelPrefix, f.clusterNetwork)
+		}
+	}
+	return ""
+}
+
+// hint says what to do when filter k emptied the candidate set.
+func (f *targetFilter) hint(k stage) string {
+	switch k {
+	case stageOther:
+		return "a migration never targets its source node: add a node that can run the VMI"
+	case stageReady:
+		return "retry when another node is Ready"
+	case stageSchedulable:
+		return "uncordon a node (kubectl uncordon <node>) or retry when one is schedulable"
+	case stageNodeSelector:
+		return "label another node to match the VMI's nodeSelector"
+	case stageAddedSelector:
+		return "change spec.addedNodeSelector or label another node to match it"
+	case stageVirtHandler:
+		return "virt-handler, which receives migrations, runs on none of them"
+	case stageClusterNetwork:
+		return fmt.Sprintf("attach another node to the cluster network %s or change the setting %s", f.clusterNetwork, v1beta1.MigrationNetwork)
+	}
+	return ""
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
