@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,6 +28,7 @@ var vmimKind = kubevirtv1.SchemeGroupVersion.WithKind("VirtualMachineInstanceMig
 // EvaluateCreate) and delete, which cancels a migration (EvaluateDelete). It reads only the cache.
 type MigrationValidator struct {
 	Reader            client.Reader
+	Nodes             NodeLister
 	KubeVirtNamespace string
 	Snapshots         *netcontroller.Store
 	settings          settingsMemo
@@ -117,21 +117,14 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 	if len(kvs.Items) > 0 {
 		in.KubeVirt = &kvs.Items[0]
 	}
-	nodes := &corev1.NodeList{}
-	if err := v.Reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	in.Nodes = make([]*corev1.Node, len(nodes.Items))
-	for i := range nodes.Items {
-		in.Nodes[i] = &nodes.Items[i]
-	}
+	in.Nodes = v.Nodes()
 	in.Policy, in.CurrentHash = v.settings.load(ctx, v.Reader)
 	return in, nil
 }
 
 func (v *MigrationValidator) vmi(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: vmim.Namespace, Name: vmim.Spec.VMIName}, vmi)
+	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: vmim.Namespace, Name: vmim.Spec.VMIName}, vmi, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -150,8 +143,10 @@ type settingsMemo struct {
 // load returns the migration policy (nil = default) and the current migration network hash.
 func (m *settingsMemo) load(ctx context.Context, r client.Reader) (*settings.MigrationPolicy, string) {
 	policy, network := &v1beta1.Setting{}, &v1beta1.Setting{}
-	policyErr := r.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationPolicy}, policy)
-	networkErr := r.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, network)
+	// Shallow reads of the cached objects: the setting's status lists every node, and a deep copy
+	// per admission would cost more than the rules. Nothing here modifies them.
+	policyErr := r.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationPolicy}, policy, client.UnsafeDisableDeepCopy)
+	networkErr := r.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, network, client.UnsafeDisableDeepCopy)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if policyErr != nil {

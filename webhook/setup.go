@@ -53,12 +53,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	nodes, err := CachedNodes(ctx, cache)
+	if err != nil {
+		return err
+	}
 	hooks := []struct {
 		obj       runtime.Object
 		validator admission.CustomValidator
 	}{
 		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace}},
-		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Snapshots: opts.Snapshots}},
+		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Snapshots: opts.Snapshots}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache}},
 	}

@@ -1,0 +1,67 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// NodeLister returns the cluster's nodes; callers must not modify them.
+type NodeLister func() []*corev1.Node
+
+// CachedNodes returns a NodeLister over an immutable snapshot of the node informer's store:
+// pointers to the cached, shared objects, rebuilt on the first read after a node event and
+// swapped atomically. Admission then neither copies 1,000 Nodes into a new list per request (what
+// a cache List does, at ten times the cost of the rules themselves) nor walks the store's map.
+func CachedNodes(ctx context.Context, c cache.Cache) (NodeLister, error) {
+	inf, err := c.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return nil, err
+	}
+	withStore, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return nil, fmt.Errorf("the node informer (%T) exposes no store", inf)
+	}
+	s := &nodeSnapshot{store: withStore.GetStore()}
+	s.dirty.Store(true)
+	mark := func(any) { s.dirty.Store(true) }
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: mark, DeleteFunc: mark, UpdateFunc: func(_, obj any) { mark(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	return s.get, nil
+}
+
+type nodeSnapshot struct {
+	store toolscache.Store
+	dirty atomic.Bool
+	mu    sync.Mutex
+	nodes atomic.Pointer[[]*corev1.Node]
+}
+
+func (s *nodeSnapshot) get() []*corev1.Node {
+	if s.dirty.Load() {
+		s.mu.Lock()
+		if s.dirty.Swap(false) {
+			items := s.store.List()
+			nodes := make([]*corev1.Node, 0, len(items))
+			for _, it := range items {
+				if n, ok := it.(*corev1.Node); ok {
+					nodes = append(nodes, n)
+				}
+			}
+			s.nodes.Store(&nodes)
+		}
+		s.mu.Unlock()
+	}
+	if p := s.nodes.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
