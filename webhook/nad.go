@@ -7,11 +7,13 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
 )
 
 // +kubebuilder:webhook:path=/validate-k8s-cni-cncf-io-v1-networkattachmentdefinition,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=delete,versions=v1,name=nad.migranet.io,admissionReviewVersions=v1,timeoutSeconds=5
@@ -32,13 +34,35 @@ func (v *NADValidator) ValidateUpdate(context.Context, runtime.Object, runtime.O
 	return nil, nil
 }
 
-// ValidateDelete refuses deleting the NAD that KubeVirt's migrations.network names.
+// superseded reports whether nad is one migranet manages that the setting no longer renders to:
+// the settings controller deletes such NADs right after pointing the KubeVirt CR away from them,
+// and this replica's cache may not have seen that patch yet.
+func (v *NADValidator) superseded(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) bool {
+	if nad.Labels[settings.LabelManagedBy] != settings.ManagedBy {
+		return false
+	}
+	s := &v1beta1.Setting{}
+	if err := v.Reader.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
+	if len(errs) > 0 {
+		return false
+	}
+	return m == nil || settings.NADName(m.Hash()) != nad.Name
+}
+
+// ValidateDelete refuses deleting the NAD that KubeVirt's migrations.network names, unless it is
+// a migranet NAD the setting has moved away from.
 func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	nad, ok := obj.(*nadv1.NetworkAttachmentDefinition)
 	if !ok {
 		return nil, fmt.Errorf("expected a NetworkAttachmentDefinition, got %T", obj)
 	}
 	if nad.Namespace != v.KubeVirtNamespace {
+		return nil, nil
+	}
+	if v.superseded(ctx, nad) {
 		return nil, nil
 	}
 	kvs := &kubevirtv1.KubeVirtList{}

@@ -306,3 +306,5 @@ func drive(ctx context.Context, hc *http.Client, url string, body []byte) (drive
 		p50: lat[len(lat)/2].Round(time.Microsecond), p99: lat[len(lat)*99/100].Round(time.Microsecond),
 	}, nil
 }
+
+func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }

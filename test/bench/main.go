@@ -23,6 +23,7 @@ func main() {
 	measures := []measure{
 		{"setting-validate", settingValidate},
 		{"admission", benchAdmission},
+		{"reconcile", reconcile},
 	}
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)

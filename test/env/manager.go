@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -135,6 +136,27 @@ func (m *Manager) WaitOwnedSettings(ctx context.Context, c client.Client) error 
 		}
 	}
 	return nil
+}
+
+// RSS is the manager's resident set size in bytes, from /proc.
+func (m *Manager) RSS() (int64, error) {
+	if m.cmd == nil {
+		return 0, fmt.Errorf("manager not running")
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				return 0, err
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", m.cmd.Process.Pid)
 }
 
 // Stop ends the manager gracefully (SIGTERM, then SIGKILL after 20 s).
