@@ -140,7 +140,10 @@ func (r *Controller) ensureNAD(ctx context.Context, want *nadv1.NetworkAttachmen
 }
 
 // pointKubeVirt sets (or, for "", removes) spec.configuration.migrations.network on the KubeVirt
-// CR with a merge patch guarded by the resourceVersion, only when it differs.
+// CR, only when it differs, with a JSON merge patch of that one field. The patch carries no
+// resourceVersion precondition on purpose: it is atomic on the server and leaves every other
+// field alone, while virt-operator rewrites the CR's status throughout a rollout, so a guarded
+// patch would mostly meet conflicts and back off.
 func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepError {
 	kvs := &kubevirtv1.KubeVirtList{}
 	if err := r.Client.List(ctx, kvs, client.InNamespace(r.KubeVirtNamespace)); err != nil {
@@ -153,7 +156,7 @@ func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepErr
 	if MigrationNetworkOf(kv) == network {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(kv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFrom(kv.DeepCopy())
 	if kv.Spec.Configuration.MigrationConfiguration == nil {
 		kv.Spec.Configuration.MigrationConfiguration = &kubevirtv1.MigrationConfiguration{}
 	}

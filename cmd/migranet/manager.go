@@ -35,6 +35,8 @@ type managerFlags struct {
 	probeAddr         string
 	leaderElect       bool
 	leaderElectionNS  string
+	qps               float64
+	burst             int
 	zap               zap.Options
 }
 
@@ -55,6 +57,8 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&f.leaderElect, "leader-elect", !dev, "elect a leader among replicas before running controllers (webhooks run on every replica)")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election lease (default: the pod's namespace)")
+	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client-side rate limit of requests to the API server, per second")
+	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst allowed above --kube-api-qps")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.Development = dev
 	f.zap.BindFlags(zfs)
@@ -101,6 +105,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		return fmt.Errorf("loading the cluster configuration: %w", err)
 	}
 	cfg.UserAgent = "migranet"
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	scheme, err := webhook.NewScheme()
 	if err != nil {
 		return err
