@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,14 @@ type Controller struct {
 	KubeVirtNamespace string
 	// Snapshots receives every observation, for the admission webhook.
 	Snapshots *Store
+	// APIReader reads whereabouts IPPools straight from the API server (they are not cached);
+	// WhereaboutsNamespace is where whereabouts keeps them.
+	APIReader            client.Reader
+	WhereaboutsNamespace string
+
+	// cleaned is the hash whose stale pools were last cleaned, so the cleanup runs once per
+	// applied value, after its rollout, and never on the hot path of node or pod events.
+	cleaned atomic.Pointer[string]
 }
 
 // SetupWithManager watches the setting, virt-handler pods, nodes and the KubeVirt CR.
@@ -88,7 +97,30 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if len(obs.Nodes) == 0 {
 		fields["nodes"] = nil
 	}
-	return reconcile.Result{}, settings.ApplyStatus(ctx, r.Client, s, fieldManager, conds, fields)
+	if err := settings.ApplyStatus(ctx, r.Client, s, fieldManager, conds, fields); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.cleanOnce(ctx, snap, in)
+}
+
+// cleanOnce removes stale whereabouts pools once per applied value, when the network is Ready.
+func (r *Controller) cleanOnce(ctx context.Context, snap *Snapshot, in Input) error {
+	if r.APIReader == nil || !snap.Ready {
+		return nil
+	}
+	if last := r.cleaned.Load(); last != nil && *last == snap.Hash {
+		return nil
+	}
+	live := map[string]bool{}
+	for _, p := range in.Pods {
+		live[p.Namespace+"/"+p.Name] = true
+	}
+	if err := r.cleanPools(ctx, in.Range, func(ns, name string) bool { return live[ns+"/"+name] }); err != nil {
+		return err
+	}
+	hash := snap.Hash
+	r.cleaned.Store(&hash)
+	return nil
 }
 
 // gather reads, from the cache, what Observe needs.

@@ -26,18 +26,19 @@ import (
 
 // managerFlags are the manager's command-line options.
 type managerFlags struct {
-	kubeconfig        string
-	kubevirtNamespace string
-	webhookHost       string
-	webhookPort       int
-	certDir           string
-	metricsAddr       string
-	probeAddr         string
-	leaderElect       bool
-	leaderElectionNS  string
-	qps               float64
-	burst             int
-	zap               zap.Options
+	kubeconfig           string
+	kubevirtNamespace    string
+	whereaboutsNamespace string
+	webhookHost          string
+	webhookPort          int
+	certDir              string
+	metricsAddr          string
+	probeAddr            string
+	leaderElect          bool
+	leaderElectionNS     string
+	qps                  float64
+	burst                int
+	zap                  zap.Options
 }
 
 func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags, error) {
@@ -50,6 +51,7 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster configuration")
 	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", "kubevirt", "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
+	fs.StringVar(&f.whereaboutsNamespace, "whereabouts-namespace", "kube-system", "namespace where whereabouts keeps its IPPools (stale pools of previous migration ranges are deleted there)")
 	fs.StringVar(&f.webhookHost, "webhook-host", "", "address the webhook server binds (default all; dev: 127.0.0.1)")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "port of the webhook server (dev: 0 picks a free one)")
 	fs.StringVar(&f.certDir, "cert-dir", "", "directory with tls.crt and tls.key for the webhook server (dev: generated when empty)")
@@ -140,7 +142,8 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		return fmt.Errorf("setting up the settings controller: %w", err)
 	}
 	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-netcontroller"),
-		KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}).SetupWithManager(mgr); err != nil {
+		KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots,
+		APIReader: mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network controller: %w", err)
 	}
 	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}); err != nil {

@@ -12,8 +12,10 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
@@ -302,5 +304,39 @@ var _ = Describe("the settings and network controllers", func() {
 			}
 			g.Expect(found).To(BeTrue(), "a LowCapacity warning event on the setting")
 		}).WithTimeout(framework.Short).Should(Succeed())
+	})
+})
+
+var _ = Describe("whereabouts IP pool cleanup", func() {
+	BeforeEach(func() { DeferCleanup(resetToPodNetwork) })
+
+	It("deletes the pools virt-handlers of earlier ranges left behind, and only those", func(ctx context.Context) {
+		pool := func(name, rng string, refs ...string) *unstructured.Unstructured {
+			allocs := map[string]any{}
+			for i, ref := range refs {
+				allocs[fmt.Sprint(i+2)] = map[string]any{"id": fmt.Sprintf("c%d", i), "podref": ref}
+			}
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "whereabouts.cni.cncf.io/v1alpha1", "kind": "IPPool",
+				"metadata": map[string]any{"name": name, "namespace": "kube-system"},
+				"spec":     map[string]any{"range": rng, "allocations": allocs},
+			}}
+			Expect(f.Client.Create(ctx, u)).To(Succeed())
+			DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, u))).To(Succeed()) })
+			return u
+		}
+		old := pool("10.77.0.0-25", "10.77.0.0/25", "kubevirt/virt-handler-gone1", "kubevirt/virt-handler-gone2")
+		foreign := pool("10.79.0.0-24", "10.79.0.0/24", "tenant/web-0")
+		current := pool("192.168.100.0-24", "192.168.100.0/24", "kubevirt/virt-handler-gone1")
+
+		setValue(ctx, net24)
+		waitReady(ctx, netcontroller.ReasonReady)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(f.Client.Get(ctx, client.ObjectKeyFromObject(old), old.DeepCopy()))
+		}).WithTimeout(framework.Short).Should(BeTrue(), "the pool of the old range")
+		Consistently(func(g Gomega) {
+			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(foreign), foreign.DeepCopy())).To(Succeed())
+			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(current), current.DeepCopy())).To(Succeed())
+		}).WithTimeout(2 * time.Second).Should(Succeed())
 	})
 })
