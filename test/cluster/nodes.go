@@ -11,17 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/settings"
 )
 
-// Labels and taints of a Harvester-like node.
-const (
-	// ClusterNetworkLabelPrefix + <name> = "true" marks a node that carries cluster network <name>.
-	ClusterNetworkLabelPrefix = "network.harvesterhci.io/"
-	// WitnessLabel marks a Harvester witness node (etcd only; runs no VM and no virt-handler).
-	WitnessLabel = "node-role.harvesterhci.io/witness"
-	// DefaultClusterNetwork is the cluster network the local cluster's nodes carry besides mgmt.
-	DefaultClusterNetwork = "migration"
-)
+// DefaultClusterNetwork is the cluster network the local cluster's nodes carry besides mgmt.
+const DefaultClusterNetwork = "migration"
 
 // NodeSpec describes a kwok node to create.
 type NodeSpec struct {
@@ -50,17 +45,17 @@ func DefaultNodes(n int) []NodeSpec {
 // labels need.
 func NodeObject(s NodeSpec) *corev1.Node {
 	labels := map[string]string{
-		"kubernetes.io/hostname":             s.Name,
-		"kubernetes.io/os":                   "linux",
-		"kubernetes.io/arch":                 "amd64",
-		"type":                               "kwok",
-		ClusterNetworkLabelPrefix + "mgmt":   "true",
-		"kubevirt.io/schedulable":            "true",
-		"machine-type.node.kubevirt.io/q35":  "true",
-		"cpu-model.node.kubevirt.io/Haswell": "true",
+		"kubernetes.io/hostname": s.Name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+		"type":                   "kwok",
+		settings.ClusterNetworkLabelPrefix + "mgmt": "true",
+		"kubevirt.io/schedulable":                   "true",
+		"machine-type.node.kubevirt.io/q35":         "true",
+		"cpu-model.node.kubevirt.io/Haswell":        "true",
 	}
 	for _, cn := range s.ClusterNetworks {
-		labels[ClusterNetworkLabelPrefix+cn] = "true"
+		labels[settings.ClusterNetworkLabelPrefix+cn] = "true"
 	}
 	for k, v := range s.Labels {
 		labels[k] = v
@@ -74,7 +69,7 @@ func NodeObject(s NodeSpec) *corev1.Node {
 		Spec: corev1.NodeSpec{Unschedulable: s.Unschedulable},
 	}
 	if s.Witness {
-		labels[WitnessLabel] = "true"
+		labels[settings.WitnessLabel] = "true"
 		node.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/etcd", Value: "true", Effect: corev1.TaintEffectNoExecute}}
 	}
 	res := corev1.ResourceList{

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/sim"
 )
@@ -184,7 +185,7 @@ func (e *Env) WaitKubeVirtAvailable(ctx context.Context, timeout time.Duration) 
 	deadline := time.Now().Add(timeout)
 	for {
 		kv, err := e.KubeVirt(ctx)
-		if err == nil && KubeVirtReady(kv) {
+		if ready, _ := netcontroller.KubeVirtReady(kv); err == nil && ready {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -196,16 +197,6 @@ func (e *Env) WaitKubeVirtAvailable(ctx context.Context, timeout time.Duration) 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// KubeVirtReady reports Available=True with reason AllComponentsReady.
-func KubeVirtReady(kv *kubevirtv1.KubeVirt) bool {
-	for _, c := range kv.Status.Conditions {
-		if c.Type == kubevirtv1.KubeVirtConditionAvailable {
-			return c.Status == "True" && c.Reason == sim.ReasonReady
-		}
-	}
-	return false
 }
 
 func describeConditions(kv *kubevirtv1.KubeVirt) string {
