@@ -135,14 +135,15 @@ func (r *Controller) gather(ctx context.Context, s *v1beta1.Setting) (Input, *ku
 		in.Range, _ = netip.ParsePrefix(m.Range)
 	}
 	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes); err != nil {
+	// Read-only from here on: no deep copy of every node and pod per reconcile.
+	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, nil, err
 	}
 	for i := range nodes.Items {
 		in.Nodes = append(in.Nodes, &nodes.Items[i])
 	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{VirtHandlerLabel: VirtHandlerValue}); err != nil {
+	if err := r.Client.List(ctx, pods, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{VirtHandlerLabel: VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, nil, err
 	}
 	for i := range pods.Items {

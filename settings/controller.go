@@ -23,15 +23,14 @@ import (
 
 // Reasons of the Configured condition; each failing step has its own.
 const (
-	ReasonApplied            = "Applied"
-	ReasonDisabled           = "Disabled"
-	ReasonInvalidValue       = "InvalidValue"
-	ReasonNADFailed          = "NetworkAttachmentDefinitionFailed"
-	ReasonKubeVirtNotFound   = "KubeVirtNotFound"
-	ReasonKubeVirtFailed     = "KubeVirtUpdateFailed"
-	ReasonCleanupFailed      = "CleanupFailed"
-	settingsFieldManager     = "migranet-settings"
-	requeueOnMissingKubeVirt = "the KubeVirt CR is watched: the setting is applied as soon as it appears"
+	ReasonApplied          = "Applied"
+	ReasonDisabled         = "Disabled"
+	ReasonInvalidValue     = "InvalidValue"
+	ReasonNADFailed        = "NetworkAttachmentDefinitionFailed"
+	ReasonKubeVirtNotFound = "KubeVirtNotFound"
+	ReasonKubeVirtFailed   = "KubeVirtUpdateFailed"
+	ReasonCleanupFailed    = "CleanupFailed"
+	settingsFieldManager   = "migranet-settings"
 )
 
 // Controller applies the vm-migration-network setting: it ensures the NetworkAttachmentDefinition
@@ -150,7 +149,7 @@ func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepErr
 		return &stepError{ReasonKubeVirtFailed, fmt.Errorf("listing KubeVirt CRs in %s: %w", r.KubeVirtNamespace, err)}
 	}
 	if len(kvs.Items) == 0 {
-		return &stepError{ReasonKubeVirtNotFound, fmt.Errorf("no KubeVirt CR in namespace %s; %s", r.KubeVirtNamespace, requeueOnMissingKubeVirt)}
+		return &stepError{ReasonKubeVirtNotFound, fmt.Errorf("no KubeVirt CR in namespace %s; the setting is applied as soon as one appears", r.KubeVirtNamespace)}
 	}
 	kv := &kvs.Items[0]
 	if MigrationNetworkOf(kv) == network {

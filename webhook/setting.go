@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,6 +23,7 @@ import (
 type SettingValidator struct {
 	// Reader is the manager's cache: nodes, the KubeVirt CR and migrations are read from it.
 	Reader            client.Reader
+	Nodes             NodeLister
 	KubeVirtNamespace string
 }
 
@@ -102,14 +102,7 @@ func effectiveHash(s *v1beta1.Setting) string {
 
 // cluster gathers, from the cache, what the cluster-dependent rules look at.
 func (v *SettingValidator) cluster(ctx context.Context) (*settings.Cluster, error) {
-	nodes := &corev1.NodeList{}
-	if err := v.Reader.List(ctx, nodes); err != nil {
-		return nil, fmt.Errorf("listing nodes from the cache: %w", err)
-	}
-	cl := &settings.Cluster{Nodes: make([]*corev1.Node, len(nodes.Items))}
-	for i := range nodes.Items {
-		cl.Nodes[i] = &nodes.Items[i]
-	}
+	cl := &settings.Cluster{Nodes: v.Nodes()}
 	kvs := &kubevirtv1.KubeVirtList{}
 	if err := v.Reader.List(ctx, kvs, client.InNamespace(v.KubeVirtNamespace)); err != nil {
 		return nil, fmt.Errorf("listing KubeVirt CRs from the cache: %w", err)

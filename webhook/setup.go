@@ -61,7 +61,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		obj       runtime.Object
 		validator admission.CustomValidator
 	}{
-		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace}},
+		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Snapshots: opts.Snapshots}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache}},

@@ -46,8 +46,6 @@ type Options struct {
 	Progress io.Writer
 	// AuditPolicy is passed to the API server (see cluster.Options).
 	AuditPolicy string
-	// NoManager leaves migranet itself stopped (StartManager starts it later).
-	NoManager bool
 }
 
 // Env is a running environment.
@@ -109,18 +107,16 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e.Manager = &Manager{Binary: binary, Kubeconfig: managerKubeconfig, Dir: filepath.Join(opts.Dir, "migranet")}
-	if !opts.NoManager {
-		if err := e.Manager.Start(ctx); err != nil {
-			return nil, err
-		}
-		if err := e.Manager.WaitWebhooksRegistered(ctx, c.Client); err != nil {
-			return nil, err
-		}
-		if err := e.Manager.WaitOwnedSettings(ctx, c.Client); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(opts.Progress, "env: migranet manager ready (webhooks at %s)\n", e.Manager.WebhookURL())
+	if err := e.Manager.Start(ctx); err != nil {
+		return nil, err
 	}
+	if err := e.Manager.WaitWebhooksRegistered(ctx, c.Client); err != nil {
+		return nil, err
+	}
+	if err := e.Manager.WaitOwnedSettings(ctx, c.Client); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Progress, "env: migranet manager ready (webhooks at %s)\n", e.Manager.WebhookURL())
 	return e, nil
 }
 

@@ -33,8 +33,6 @@ func BuildMigranet(ctx context.Context, dir string) (string, error) {
 // Manager is the real migranet binary running `migranet dev` as a child process.
 type Manager struct {
 	Binary, Kubeconfig, Dir string
-	// Args are extra command-line arguments.
-	Args []string
 
 	webhookPort, probePort int
 	starts                 int
@@ -67,10 +65,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{"dev", "--kubeconfig", m.Kubeconfig,
+	args := []string{"dev", "--kubeconfig", m.Kubeconfig,
 		"--webhook-port", strconv.Itoa(m.webhookPort),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(m.probePort),
-		"--cert-dir", filepath.Join(m.Dir, "certs")}, m.Args...)
+		"--cert-dir", filepath.Join(m.Dir, "certs")}
 	cmd := exec.Command(m.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
