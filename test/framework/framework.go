@@ -108,3 +108,17 @@ func (f *Framework) DeleteNodes(ctx context.Context, names ...string) {
 		}
 	}
 }
+
+// CreateVMIM creates a migration, retrying while migranet refuses it only because its cache has
+// not yet seen a VMI created moments before (admission reads informer caches, which lag the API
+// server by milliseconds).
+func (f *Framework) CreateVMIM(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration) {
+	EventuallyWithOffset(1, func() error {
+		err := f.Client.Create(ctx, vmim.DeepCopy())
+		if err != nil && !strings.Contains(err.Error(), "not found: create the VMI first") {
+			StopTrying("create refused for another reason").Wrap(err).Now()
+		}
+		return err
+	}).WithTimeout(Short).Should(Succeed())
+	ExpectWithOffset(1, f.Client.Get(ctx, client.ObjectKeyFromObject(vmim), vmim)).To(Succeed())
+}

@@ -132,7 +132,7 @@ var _ = Describe("migration admission", func() {
 		vmi := framework.VMI(ns, "pc", "node-1", nil)
 		Expect(f.Client.Create(ctx, vmi)).To(Succeed())
 		vmim := framework.VMIM(ns, "pc-move", "pc", nil)
-		Expect(f.Client.Create(ctx, vmim)).To(Succeed())
+		f.CreateVMIM(ctx, vmim)
 		vmi.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
 			MigrationUID: vmim.UID, Mode: kubevirtv1.MigrationPostCopy, SourceNode: "node-1", TargetNode: "node-2",
 		}

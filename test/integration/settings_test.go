@@ -118,7 +118,7 @@ var _ = Describe("the vm-migration-network setting", func() {
 		ns := f.Namespace(ctx)
 		Expect(f.Client.Create(ctx, framework.VMI(ns, "vm1", "node-1", nil))).To(Succeed())
 		vmim := framework.VMIM(ns, "move-vm1", "vm1", nil)
-		Expect(f.Client.Create(ctx, vmim)).To(Succeed())
+		f.CreateVMIM(ctx, vmim)
 		vmim.Status.Phase = kubevirtv1.MigrationRunning
 		Expect(f.Client.Status().Update(ctx, vmim)).To(Succeed())
 
