@@ -6,8 +6,13 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 CONTROLLER_GEN = $(shell bash test/tools/build.sh controller-gen)
 UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
 INTEGRATION_TIMEOUT ?= 30m
+# deploy: the kubectl on PATH, else the one built for the local control plane.
+KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo "$$(bash test/tools/build.sh all | cut -d: -f1)/kubectl")
+IMG ?= migranet:dev
+OVERLAY ?= manifests
+CONTAINER_TOOL ?= docker
 
-.PHONY: all build dev test test-unit test-integration bench lint fmt vet manifests kubevirt-crds verify vendor-patches clean
+.PHONY: all build dev test test-unit test-integration bench lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image clean
 
 all: build
 
@@ -40,10 +45,11 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-manifests: ## deepcopy, CRD and webhook configuration from kubebuilder markers
+manifests: ## deepcopy, CRD, webhook configuration and RBAC from kubebuilder markers
 	$(CONTROLLER_GEN) object paths=./settings/v1beta1/...
 	$(CONTROLLER_GEN) crd paths=./settings/v1beta1/... output:crd:artifacts:config=manifests/crd
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:artifacts:config=manifests/webhook
+	$(CONTROLLER_GEN) rbac:roleName=migranet-manager paths="./settings/...;./netcontroller/...;./webhook/...;./cmd/..." output:rbac:artifacts:config=manifests/rbac
 
 kubevirt-crds: ## KubeVirt CRDs with real schemas, from kubevirt.io/api (test fixtures)
 	tmp=$$(mktemp -d) && $(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=kubevirt.io/api/core/v1 output:crd:artifacts:config=$$tmp \
@@ -52,6 +58,17 @@ kubevirt-crds: ## KubeVirt CRDs with real schemas, from kubevirt.io/api (test fi
 verify: manifests kubevirt-crds ## regenerate everything, fail on drift or unformatted code
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	git diff --exit-code -- manifests settings test/crds
+	@test -z "$$(git status --porcelain -- manifests settings test/crds)" || { git status --porcelain -- manifests settings test/crds; echo "generated files not committed"; exit 1; }
+
+deploy: ## apply OVERLAY (default: manifests, built-in certificates) with image IMG to the cluster in KUBECONFIG
+	set -o pipefail; $(KUBECTL) kustomize $(OVERLAY) | sed 's|image: migranet:dev|image: $(IMG)|' \
+	  | $(KUBECTL) apply --server-side --field-manager=migranet-deploy -f -
+
+undeploy: ## delete what deploy applied (CRD and settings included)
+	set -o pipefail; $(KUBECTL) kustomize $(OVERLAY) | $(KUBECTL) delete --ignore-not-found -f -
+
+image: ## container image IMG (docker or podman; CONTAINER_TOOL=podman)
+	$(CONTAINER_TOOL) build -t $(IMG) .
 
 vendor-patches: ## apply the KubeVirt patch series and build the patched packages
 	bash vendor-patches/run.sh apply

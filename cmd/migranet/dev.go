@@ -163,7 +163,7 @@ func (d *devSetup) webhookConfiguration() (*admissionregistrationv1.ValidatingWe
 
 // applyCRDs creates or updates the embedded CRDs and waits until they are established.
 func applyCRDs(ctx context.Context, c client.Client) error {
-	files, err := fs.Glob(manifests.FS, "crd/*.yaml")
+	files, err := fs.Glob(manifests.FS, "crd/migranet.io_*.yaml")
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 // managerFlags are the manager's command-line options.
 type managerFlags struct {
 	kubeconfig           string
+	namespace            string
 	kubevirtNamespace    string
 	whereaboutsNamespace string
 	webhookHost          string
@@ -35,7 +36,9 @@ type managerFlags struct {
 	metricsAddr          string
 	probeAddr            string
 	leaderElect          bool
-	leaderElectionNS     string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
 	qps                  float64
 	burst                int
 	zap                  zap.Options
@@ -50,6 +53,7 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster configuration")
+	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "migranet-system"), "namespace migranet runs in: its leader-election lease and webhook certificate Secret live there (default: $POD_NAMESPACE)")
 	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", "kubevirt", "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
 	fs.StringVar(&f.whereaboutsNamespace, "whereabouts-namespace", "kube-system", "namespace where whereabouts keeps its IPPools (stale pools of previous migration ranges are deleted there)")
 	fs.StringVar(&f.webhookHost, "webhook-host", "", "address the webhook server binds (default all; dev: 127.0.0.1)")
@@ -58,7 +62,9 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address of the authenticated HTTPS metrics endpoint; 0 disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&f.leaderElect, "leader-elect", !dev, "elect a leader among replicas before running controllers (webhooks run on every replica)")
-	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election lease (default: the pod's namespace)")
+	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits, after the leader stops renewing, before it takes over the controllers")
+	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps retrying to renew before it gives up leadership (and exits)")
+	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between leader-election attempts")
 	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client-side rate limit of requests to the API server, per second")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst allowed above --kube-api-qps")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -129,9 +135,15 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		HealthProbeBindAddress:  f.probeAddr,
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        "migranet.io",
-		LeaderElectionNamespace: f.leaderElectionNS,
-		GracefulShutdownTimeout: ptr(15 * time.Second),
-		Cache:                   webhook.CacheOptions(f.kubevirtNamespace),
+		LeaderElectionNamespace: f.namespace,
+		// A replica that stops cleanly hands the controllers over at once instead of after a
+		// lease duration: every code path returns from Start once the context ends.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &f.leaseDuration,
+		RenewDeadline:                 &f.renewDeadline,
+		RetryPeriod:                   &f.retryPeriod,
+		GracefulShutdownTimeout:       ptr(15 * time.Second),
+		Cache:                         webhook.CacheOptions(f.kubevirtNamespace),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -170,3 +182,11 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// envOr returns the environment variable key, or def when it is unset or empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -22,8 +22,9 @@ import (
 	"github.com/migranet/migranet/test/sim"
 )
 
-// ManagerUser is the user migranet authenticates as in the local environment.
-const ManagerUser = "migranet"
+// ManagerUser is the user migranet authenticates as in the local environment: the manifests'
+// ServiceAccount.
+const ManagerUser = ServiceAccountUser
 
 // AuditManagerRequests is an audit policy that logs, at Metadata level, only the requests
 // migranet itself makes.
@@ -51,7 +52,9 @@ type Options struct {
 // Env is a running environment.
 type Env struct {
 	*cluster.Cluster
-	Manager  *Manager
+	Manager *Manager
+	// Service stands in for the webhook Service in front of the manager replicas.
+	Service  *sim.Service
 	progress io.Writer
 	stopSims context.CancelFunc
 	simsDone chan struct{}
@@ -101,16 +104,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.WaitKubeVirtAvailable(ctx, time.Minute); err != nil {
 		return nil, err
 	}
-	// migranet runs as its own user, so the audit log tells its requests apart.
-	managerKubeconfig, err := c.WriteKubeconfig("migranet", ManagerUser, "system:masters")
-	if err != nil {
-		return nil, err
-	}
-	e.Manager = &Manager{Binary: binary, Kubeconfig: managerKubeconfig, Dir: filepath.Join(opts.Dir, "migranet")}
-	if err := e.Manager.Start(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.Manager.WaitWebhooksRegistered(ctx, c.Client); err != nil {
+	if err := e.startManager(ctx, binary, opts.Dir); err != nil {
 		return nil, err
 	}
 	if err := e.Manager.WaitOwnedSettings(ctx, c.Client); err != nil {
@@ -124,6 +118,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 func (e *Env) Stop() {
 	if e.Manager != nil {
 		e.Manager.Stop()
+	}
+	if e.Service != nil {
+		e.Service.Close()
 	}
 	if e.stopSims != nil {
 		e.stopSims()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/sim"
 )
 
 // BuildMigranet builds cmd/migranet into dir and returns the binary's path.
@@ -30,26 +32,54 @@ func BuildMigranet(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
-// Manager is the real migranet binary running `migranet dev` as a child process.
+// Manager is one replica of the real migranet binary, running `migranet manager` as a child
+// process the way the default overlay's Deployment runs it: as the manifests' ServiceAccount
+// (Kubeconfig holds a token of it), with leader election, behind the webhook Service (here the
+// Service simulator). Lease timings are shortened so a killed leader is replaced within seconds.
 type Manager struct {
 	Binary, Kubeconfig, Dir string
+	// Name tells replicas apart in logs and in the Service's endpoints.
+	Name string
+	// Service routes webhook traffic to the replica once it is ready.
+	Service *sim.Service
+	// CertDir holds the webhook serving certificate (tls.crt, tls.key).
+	CertDir string
+	// ExtraArgs are appended to the command line.
+	ExtraArgs []string
 
-	webhookPort, probePort int
-	starts                 int
-	cmd                    *exec.Cmd
-	done                   chan struct{}
+	webhookPort, probePort, metricsPort int
+	starts                              int
+	cmd                                 *exec.Cmd
+	done                                chan struct{}
 }
 
-// WebhookURL is where the webhooks are served.
+// WebhookURL is where this replica serves the webhooks.
 func (m *Manager) WebhookURL() string { return "https://127.0.0.1:" + strconv.Itoa(m.webhookPort) }
+
+// MetricsURL is this replica's authenticated metrics endpoint.
+func (m *Manager) MetricsURL() string {
+	return "https://127.0.0.1:" + strconv.Itoa(m.metricsPort) + "/metrics"
+}
+
+// ReadyURL is this replica's readiness endpoint.
+func (m *Manager) ReadyURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(m.probePort) + "/readyz"
+}
 
 // LogPath is the log of the current (or last) run.
 func (m *Manager) LogPath() string {
-	return filepath.Join(m.Dir, fmt.Sprintf("manager-%d.log", m.starts))
+	return filepath.Join(m.Dir, fmt.Sprintf("%s-%d.log", m.name(), m.starts))
 }
 
-// Start runs the manager and waits until it is ready and its webhooks are registered. Ports and
-// the webhook certificate stay the same across restarts.
+func (m *Manager) name() string {
+	if m.Name == "" {
+		return "manager"
+	}
+	return m.Name
+}
+
+// Start runs the replica and waits until it is ready (webhook server started, certificates
+// loaded). Ports stay the same across restarts.
 func (m *Manager) Start(ctx context.Context) error {
 	if m.cmd != nil {
 		return fmt.Errorf("manager already running")
@@ -58,18 +88,21 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	if m.webhookPort == 0 {
-		m.webhookPort, m.probePort = cluster.FreePort(), cluster.FreePort()
+		m.webhookPort, m.probePort, m.metricsPort = cluster.FreePort(), cluster.FreePort(), cluster.FreePort()
 	}
 	m.starts++
 	logf, err := os.Create(m.LogPath())
 	if err != nil {
 		return err
 	}
-	args := []string{"dev", "--kubeconfig", m.Kubeconfig,
-		"--webhook-port", strconv.Itoa(m.webhookPort),
+	args := []string{"manager", "--kubeconfig", m.Kubeconfig, "--namespace", Namespace,
+		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(m.webhookPort),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(m.probePort),
-		"--cert-dir", filepath.Join(m.Dir, "certs")}
-	cmd := exec.Command(m.Binary, args...)
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(m.metricsPort),
+		"--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
+		"--leader-elect-retry-period", "500ms",
+		"--cert-dir", m.CertDir}
+	cmd := exec.Command(m.Binary, append(args, m.ExtraArgs...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -78,12 +111,35 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.cmd, m.done = cmd, make(chan struct{})
 	go func() { _ = cmd.Wait(); logf.Close(); close(m.done) }()
-	return m.waitReady(ctx, 60*time.Second)
+	if m.Service != nil {
+		m.Service.SetEndpoint(m.name(), "127.0.0.1:"+strconv.Itoa(m.webhookPort), m.ReadyURL())
+	}
+	if err := m.waitReady(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	return m.waitRouted(ctx, 30*time.Second)
+}
+
+// waitRouted waits until the Service sends traffic to the replica, as `kubectl rollout status`
+// waits for a pod to be Ready and listed in the endpoints.
+func (m *Manager) waitRouted(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for m.Service != nil && !slices.Contains(m.Service.Ready(), m.name()) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Service does not route to %s after %s; see %s", m.name(), timeout, m.LogPath())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 func (m *Manager) waitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	url := "http://127.0.0.1:" + strconv.Itoa(m.probePort) + "/readyz"
+	url := m.ReadyURL()
 	for {
 		select {
 		case <-m.done:
@@ -107,19 +163,19 @@ func (m *Manager) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// WaitWebhooksRegistered waits until the dev webhook configuration points at this manager.
+// WaitWebhooksRegistered waits until the API server can reach this replica: the webhook
+// configuration has a CA bundle and the Service routes to the replica.
 func (m *Manager) WaitWebhooksRegistered(ctx context.Context, c client.Client) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := c.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, cfg); err == nil && len(cfg.Webhooks) > 0 {
-			if u := cfg.Webhooks[0].ClientConfig.URL; u != nil && len(*u) > len(m.WebhookURL()) && (*u)[:len(m.WebhookURL())] == m.WebhookURL() {
-				return nil
-			}
+		if err := c.Get(ctx, client.ObjectKey{Name: WebhookConfig}, cfg); err == nil && len(cfg.Webhooks) > 0 &&
+			len(cfg.Webhooks[0].ClientConfig.CABundle) > 0 && (m.Service == nil || slices.Contains(m.Service.Ready(), m.name())) {
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("webhook configuration migranet-dev not registered for %s", m.WebhookURL())
+	return fmt.Errorf("webhook configuration %s has no CA bundle or the Service does not route to %s; see %s", WebhookConfig, m.name(), m.LogPath())
 }
 
 // WaitOwnedSettings waits until the settings the manager creates at start exist.

@@ -22,6 +22,7 @@ import (
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
 )
 
@@ -207,7 +208,7 @@ var _ = Describe("the settings and network controllers", func() {
 		// The NAD webhook refuses this delete (see the admission specs); take it out of the chain,
 		// as an admin bypassing it would, and put it back afterwards.
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(f.Client.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, cfg)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
 		saved := cfg.DeepCopy()
 		var kept []admissionregistrationv1.ValidatingWebhook
 		for _, w := range cfg.Webhooks {
@@ -219,7 +220,7 @@ var _ = Describe("the settings and network controllers", func() {
 		Expect(f.Client.Update(ctx, cfg)).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			now := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			Expect(f.Client.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, now)).To(Succeed())
+			Expect(f.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, now)).To(Succeed())
 			now.Webhooks = saved.Webhooks
 			Expect(f.Client.Update(ctx, now)).To(Succeed())
 		})

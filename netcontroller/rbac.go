@@ -1,0 +1,9 @@
+package netcontroller
+
+// The network controller's API access; `make manifests` turns these markers into manifests/rbac.
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch,namespace=kubevirt
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list;watch,namespace=kubevirt
+// +kubebuilder:rbac:groups=whereabouts.cni.cncf.io,resources=ippools,verbs=list;delete,namespace=kube-system
+// +kubebuilder:rbac:groups=migranet.io,resources=settings/status,verbs=patch

@@ -1,0 +1,128 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/test/cluster"
+)
+
+// What the default overlay (manifests/kustomization.yaml) installs; the environment runs the
+// manager as the same ServiceAccount, bound to the same generated roles.
+const (
+	Namespace          = "migranet-system"
+	ServiceAccount     = "migranet"
+	CertSecret         = "migranet-webhook-server-cert"
+	WebhookConfig      = "migranet"
+	ServiceAccountUser = "system:serviceaccount:" + Namespace + ":" + ServiceAccount
+	installFieldOwner  = "migranet-install"
+)
+
+// RenderManifests runs the real kubectl's kustomize on dir (relative to the repository root, e.g.
+// "manifests" or "manifests/overlays/cert-manager") and returns the objects it renders.
+func RenderManifests(ctx context.Context, kubectl, dir string) ([]*unstructured.Unstructured, error) {
+	var out, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join(cluster.RepoRoot(), dir))
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("kubectl kustomize %s: %v: %s", dir, err, stderr.String())
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(&out, 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("decoding kubectl kustomize %s: %w", dir, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// applyOrder puts what other objects need first: namespaces and CRDs, then RBAC, then the rest.
+var applyOrder = map[string]int{"Namespace": 0, "CustomResourceDefinition": 1, "ServiceAccount": 2,
+	"ClusterRole": 3, "Role": 3, "ClusterRoleBinding": 4, "RoleBinding": 4}
+
+// Apply applies objs with server-side apply, in dependency order, as an admin's
+// `kubectl apply --server-side` would.
+func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	sorted := append([]*unstructured.Unstructured(nil), objs...)
+	rank := func(u *unstructured.Unstructured) int {
+		if r, ok := applyOrder[u.GetKind()]; ok {
+			return r
+		}
+		return 5
+	}
+	sort.SliceStable(sorted, func(i, j int) bool { return rank(sorted[i]) < rank(sorted[j]) })
+	for _, u := range sorted {
+		u = u.DeepCopy()
+		u.SetManagedFields(nil)
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(installFieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// installForLocalReplicas applies the default overlay the way the environment runs it: every
+// object except the Deployment, whose replicas run as processes on this machine (nothing runs
+// containers here), and a webhook configuration that reaches them through the Service simulator
+// by URL instead of through the Service.
+func installForLocalReplicas(ctx context.Context, c *cluster.Cluster, serviceURL string, caBundle []byte) error {
+	objs, err := RenderManifests(ctx, c.Binaries.Kubectl, "manifests")
+	if err != nil {
+		return err
+	}
+	var keep []*unstructured.Unstructured
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Deployment":
+			continue
+		case "ValidatingWebhookConfiguration":
+			if err := pointAtURL(u, serviceURL, caBundle); err != nil {
+				return err
+			}
+		}
+		keep = append(keep, u)
+	}
+	return Apply(ctx, c.Client, keep)
+}
+
+// pointAtURL replaces each webhook's service reference by serviceURL + the service's path, with
+// caBundle when not nil (nil leaves the bundle to migranet's certificate rotation).
+func pointAtURL(u *unstructured.Unstructured, serviceURL string, caBundle []byte) error {
+	hooks, _, err := unstructured.NestedSlice(u.Object, "webhooks")
+	if err != nil {
+		return err
+	}
+	for i, h := range hooks {
+		hook, ok := h.(map[string]any)
+		if !ok {
+			return fmt.Errorf("webhook %d of %s is not an object", i, u.GetName())
+		}
+		path, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "path")
+		cc := map[string]any{"url": serviceURL + path}
+		if caBundle != nil {
+			cc["caBundle"] = base64.StdEncoding.EncodeToString(caBundle)
+		}
+		if err := unstructured.SetNestedField(hook, cc, "clientConfig"); err != nil {
+			return err
+		}
+		hooks[i] = hook
+	}
+	return unstructured.SetNestedSlice(u.Object, hooks, "webhooks")
+}

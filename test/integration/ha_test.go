@@ -1,0 +1,125 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/test/framework"
+)
+
+// vmimTimeout is the migration webhook's timeoutSeconds (manifests/webhook/manifests.yaml).
+const vmimTimeout = 5 * time.Second
+
+// outcome is what one create got back.
+type outcome struct {
+	feasible bool
+	err      error
+	took     time.Duration
+}
+
+var _ = Describe("two webhook replicas under load", func() {
+	It("answer 1,000 concurrent migration creates, consistent with failurePolicy Ignore, while one replica is killed and restarted", func(ctx context.Context) {
+		const n = 1000
+		waitReady(ctx, netcontroller.ReasonPodNetwork)
+		second := f.NewReplica("", "", "", "migranet-1")
+		Expect(second.Start(ctx)).To(Succeed())
+		DeferCleanup(second.Stop)
+		Expect(f.Service.Ready()).To(ConsistOf(f.Manager.Name, second.Name))
+
+		ns := f.Namespace(ctx)
+		By("creating 1,000 running VMIs: even ones can move anywhere, odd ones only to their own node (refused)")
+		vmims := make([]*kubevirtv1.VirtualMachineInstanceMigration, n)
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			var sel map[string]string
+			if i%2 == 1 {
+				sel = map[string]string{"kubernetes.io/hostname": "node-1"}
+			}
+			vmi := framework.VMI(ns, fmt.Sprintf("vm-%04d", i), "node-1", sel)
+			vmims[i] = framework.VMIM(ns, fmt.Sprintf("mig-%04d", i), vmi.Name, nil)
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- f.Client.Create(ctx, vmi) }()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		By("waiting until both replicas' caches hold the last VMIs (dry-run creates, which have no side effects)")
+		Eventually(func(g Gomega) {
+			for i := n - 20; i < n; i++ {
+				err := f.Client.Create(ctx, vmims[i].DeepCopy(), client.DryRunAll)
+				g.Expect(err == nil || !strings.Contains(err.Error(), "not found: create the VMI first")).To(BeTrue(), "%v", err)
+			}
+		}).WithTimeout(framework.Long).MustPassRepeatedly(5).Should(Succeed())
+
+		By("creating all migrations at once; 100 ms in, the first replica is SIGKILLed and then restarted")
+		results := make([]outcome, n)
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				t0 := time.Now()
+				rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+				defer cancel()
+				err := f.Client.Create(rctx, vmims[i].DeepCopy())
+				results[i] = outcome{feasible: i%2 == 0, err: err, took: time.Since(t0)}
+			}()
+		}
+		began := time.Now()
+		close(start)
+		time.Sleep(100 * time.Millisecond)
+		f.Manager.Kill()
+		killedAt := time.Since(began)
+		restarted := make(chan error, 1)
+		go func() { restarted <- f.Manager.Start(ctx) }()
+		wg.Wait()
+		wall := time.Since(began)
+		Expect(<-restarted).To(Succeed())
+
+		var admitted, refused, failedOpen int
+		var other []string
+		took := make([]time.Duration, 0, n)
+		for _, r := range results {
+			took = append(took, r.took)
+			switch {
+			case r.err == nil && r.feasible:
+				admitted++
+			case r.err == nil:
+				failedOpen++ // a refusal the webhook could not deliver: Ignore lets it through
+			case !r.feasible && apierrors.IsInvalid(r.err) && strings.Contains(r.err.Error(), "vmim.migranet.io") &&
+				strings.Contains(r.err.Error(), "no node can receive"):
+				refused++
+			default:
+				other = append(other, r.err.Error())
+			}
+		}
+		slices.Sort(took)
+		p := func(q float64) time.Duration { return took[int(q*float64(len(took)-1))].Round(time.Millisecond) }
+		AddReportEntry("load", fmt.Sprintf("%d creates in %s (killed at %s): %d feasible admitted, %d refused, %d failed open; latency p50 %s p99 %s max %s",
+			n, wall.Round(time.Millisecond), killedAt.Round(time.Millisecond), admitted, refused, failedOpen, p(0.5), p(0.99), took[n-1].Round(time.Millisecond)))
+		GinkgoWriter.Printf("load: %d creates in %s: %d admitted, %d refused, %d failed open; p50 %s p99 %s max %s\n",
+			n, wall, admitted, refused, failedOpen, p(0.5), p(0.99), took[n-1])
+		Expect(other).To(BeEmpty(), "answers that failurePolicy Ignore does not explain")
+		Expect(admitted).To(Equal(n/2), "every feasible migration is created")
+		Expect(refused + failedOpen).To(Equal(n / 2))
+		Expect(refused).To(BeNumerically(">", 0), "the replicas refused infeasible migrations")
+		Expect(took[n-1]).To(BeNumerically("<", vmimTimeout+2*time.Second), "no create hangs past the webhook's timeoutSeconds")
+		Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
+		Expect(f.Service.Ready()).To(ConsistOf(f.Manager.Name, second.Name))
+	})
+})

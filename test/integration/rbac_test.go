@@ -1,0 +1,243 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/env"
+	"github.com/migranet/migranet/test/framework"
+)
+
+// The manager runs as the default overlay's ServiceAccount, bound to the roles controller-gen
+// generates from the +kubebuilder:rbac markers (manifests/rbac/role.yaml). These specs and the
+// suite-end check below make a missing permission (a 403 in the audit log) and an excess one (a
+// granted permission the whole suite never used) test failures.
+
+// forbiddenWindows are the periods in which a spec removed a permission on purpose.
+var forbiddenWindows struct {
+	sync.Mutex
+	spans [][2]time.Time
+}
+
+func expectForbiddenDuring(from, to time.Time) {
+	forbiddenWindows.Lock()
+	defer forbiddenWindows.Unlock()
+	forbiddenWindows.spans = append(forbiddenWindows.spans, [2]time.Time{from.Add(-time.Second), to.Add(time.Second)})
+}
+
+func inForbiddenWindow(t time.Time) bool {
+	forbiddenWindows.Lock()
+	defer forbiddenWindows.Unlock()
+	for _, s := range forbiddenWindows.spans {
+		if !t.Before(s[0]) && !t.After(s[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// grant is one verb on one resource that the generated roles allow.
+type grant struct {
+	namespace, group, resource, verb, name string // namespace "" for the ClusterRole; name "" for any
+}
+
+func (g grant) String() string {
+	where := "cluster-wide"
+	if g.namespace != "" {
+		where = "in " + g.namespace
+	}
+	name := ""
+	if g.name != "" {
+		name = " named " + g.name
+	}
+	return fmt.Sprintf("%s %s.%s%s %s", g.verb, g.resource, g.group, name, where)
+}
+
+// generatedGrants reads manifests/rbac/role.yaml.
+func generatedGrants() []grant {
+	data, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "manifests", "rbac", "role.yaml"))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var out []grant
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(string(data)), 4096)
+	for {
+		var role rbacv1.Role // a ClusterRole decodes into the same fields
+		err := dec.Decode(&role)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		for _, r := range role.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						names := r.ResourceNames
+						if len(names) == 0 {
+							names = []string{""}
+						}
+						for _, n := range names {
+							out = append(out, grant{role.Namespace, g, res, v, n})
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// usedBy reports whether the audited request used grant g.
+func (g grant) usedBy(e framework.AuditEvent) bool {
+	if e.ObjectRef == nil || e.Verb != g.verb || e.ObjectRef.APIGroup != g.group || e.Resource() != g.resource {
+		return false
+	}
+	if g.namespace != "" && e.ObjectRef.Namespace != g.namespace {
+		return false
+	}
+	return g.name == "" || e.ObjectRef.Name == g.name
+}
+
+// mayStayUnused are grants whose use depends on timing, not on a code path the suite may skip.
+var mayStayUnused = map[grant]string{
+	{"", "", "events", "patch", ""}: "the event recorder patches only an event that repeats within its aggregation window",
+}
+
+var _ = AfterSuite(func() {
+	if f == nil {
+		return
+	}
+	events, err := framework.ReadAudit(f.AuditLog(), env.ManagerUser)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(events).NotTo(BeEmpty(), "no request by %s in the audit log", env.ManagerUser)
+	By("no request of the manager was forbidden, except while a spec had removed a permission")
+	var forbidden []string
+	for _, e := range events {
+		if e.Code() == http.StatusForbidden && !inForbiddenWindow(e.StageTimestamp) {
+			forbidden = append(forbidden, e.String())
+		}
+	}
+	Expect(forbidden).To(BeEmpty(), "requests refused by RBAC: a marker is missing")
+	cfg, _ := GinkgoConfiguration()
+	if len(cfg.FocusStrings) > 0 || len(cfg.SkipStrings) > 0 || cfg.LabelFilter != "" {
+		GinkgoWriter.Println("rbac: partial run, the unused-permission check needs the whole suite")
+		return
+	}
+	By("every generated permission was used by some request during the suite")
+	var unused []string
+	for _, g := range generatedGrants() {
+		if _, ok := mayStayUnused[g]; ok {
+			continue
+		}
+		if !slices.ContainsFunc(events, g.usedBy) {
+			unused = append(unused, g.String())
+		}
+	}
+	Expect(unused).To(BeEmpty(), "granted but never used by the manager: remove the marker, or add a spec that exercises it")
+})
+
+var _ = Describe("least-privilege RBAC", func() {
+	BeforeEach(func() { DeferCleanup(resetToPodNetwork) })
+
+	It("makes a removed rule visible: without patch on KubeVirt the setting is not Configured, with it again it is", func(ctx context.Context) {
+		role := &rbacv1.Role{}
+		key := client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: "migranet-manager"}
+		Expect(f.Client.Get(ctx, key, role)).To(Succeed())
+		saved := role.DeepCopy()
+		removed := false
+		for i, r := range role.Rules {
+			if slices.Contains(r.Resources, "kubevirts") {
+				role.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == "patch" })
+				removed = true
+			}
+		}
+		Expect(removed).To(BeTrue(), "the generated kubevirt Role grants patch on kubevirts")
+		from := time.Now()
+		Expect(f.Client.Update(ctx, role)).To(Succeed())
+		restore := func(ctx context.Context) {
+			now := &rbacv1.Role{}
+			Expect(f.Client.Get(ctx, key, now)).To(Succeed())
+			now.Rules = saved.Rules
+			Expect(f.Client.Update(ctx, now)).To(Succeed())
+		}
+		DeferCleanup(func(ctx context.Context) { restore(ctx); expectForbiddenDuring(from, time.Now()) })
+
+		setValue(ctx, net24)
+		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).WithTimeout(framework.Long).
+			Should(Equal("False/" + settings.ReasonKubeVirtFailed))
+		Expect(conditionMessage(ctx, v1beta1.ConditionConfigured)).To(ContainSubstring("forbidden"))
+		restore(ctx)
+		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).WithTimeout(framework.Long).
+			Should(Equal("True/" + settings.ReasonApplied))
+		expectForbiddenDuring(from, time.Now())
+	})
+
+	It("serves metrics only to a token allowed GET /metrics", func(ctx context.Context) {
+		ns := f.Namespace(ctx)
+		scraper := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus"}}
+		Expect(f.Client.Create(ctx, scraper)).To(Succeed())
+		token := func() string {
+			tr, err := f.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, scraper.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return tr.Status.Token
+		}()
+		scrape := func() (int, string) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.Manager.MetricsURL(), nil)
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Authorization", "Bearer "+token)
+			// The metrics endpoint's certificate is self-signed by controller-runtime; Prometheus
+			// is configured the same way (tls_config.insecure_skip_verify) or given a real one.
+			hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+			resp, err := hc.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		code, _ := scrape()
+		Expect(code).To(Equal(http.StatusForbidden), "a token without the metrics-reader binding")
+
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "prometheus-" + ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "migranet-metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: scraper.Name}},
+		}
+		Expect(f.Client.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, binding))).To(Succeed()) })
+		// The endpoint caches a denial for a few seconds, as kube-rbac-proxy does.
+		Eventually(func(g Gomega) {
+			code, body := scrape()
+			g.Expect(code).To(Equal(http.StatusOK))
+			g.Expect(body).To(ContainSubstring("controller_runtime_reconcile_total"))
+		}).WithTimeout(framework.Long).WithPolling(time.Second).Should(Succeed())
+	})
+})
+
+// conditionMessage returns the message of the setting's condition typ.
+func conditionMessage(ctx context.Context, typ string) string {
+	for _, c := range setting(ctx).Status.Conditions {
+		if c.Type == typ {
+			return c.Message
+		}
+	}
+	return ""
+}

@@ -1,0 +1,10 @@
+package webhook
+
+// What admission reads (all from informers: list and watch only); `make manifests` turns these
+// markers into manifests/rbac.
+
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances;virtualmachineinstancemigrations,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
+// +kubebuilder:rbac:groups=migranet.io,resources=settings,verbs=list;watch
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=list;watch,namespace=kubevirt
+// +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list;watch,namespace=kubevirt
