@@ -21,6 +21,10 @@ import (
 // vmimTimeout is the migration webhook's timeoutSeconds (manifests/webhook/manifests.yaml).
 const vmimTimeout = 5 * time.Second
 
+// productionLease restores the manager's default leader-election timings (flags given twice:
+// the last one counts).
+var productionLease = []string{"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}
+
 // outcome is what one create got back.
 type outcome struct {
 	feasible bool
@@ -32,7 +36,13 @@ var _ = Describe("two webhook replicas under load", func() {
 	It("answer 1,000 concurrent migration creates, consistent with failurePolicy Ignore, while one replica is killed and restarted", func(ctx context.Context) {
 		const n = 1000
 		waitReady(ctx, netcontroller.ReasonPodNetwork)
+		// Both replicas use the manager's default lease timings here: the suite's short ones
+		// (which let the crash specs restart a killed leader quickly) cannot hold a lease while
+		// 1,000 requests starve two cores.
+		f.Manager.ExtraArgs = productionLease
+		DeferCleanup(func() { f.Manager.ExtraArgs = nil })
 		second := f.NewReplica("", "", "", "migranet-1")
+		second.ExtraArgs = productionLease
 		Expect(second.Start(ctx)).To(Succeed())
 		DeferCleanup(second.Stop)
 		Expect(f.Service.Ready()).To(ConsistOf(f.Manager.Name, second.Name))
