@@ -48,6 +48,8 @@ type Controller struct {
 	// WhereaboutsNamespace is where whereabouts keeps them.
 	APIReader            client.Reader
 	WhereaboutsNamespace string
+	// Metrics counts reconcile steps and exports the latest observation; nil records nothing.
+	Metrics *Metrics
 
 	// cleaned is the hash whose stale pools were last cleaned, so the cleanup runs once per
 	// applied value, after its rollout, and never on the hot path of node or pod events.
@@ -61,6 +63,7 @@ func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.KubeVirtNamespace })
 	isHandler := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[VirtHandlerLabel] == VirtHandlerValue })
+	r.Metrics.init()
 	return ctrl.NewControllerManagedBy(mgr).Named("netcontroller").
 		For(&v1beta1.Setting{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetName() == v1beta1.MigrationNetwork
@@ -78,29 +81,41 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	in, kv, m, err := r.gather(ctx, s)
+	r.Metrics.step(StepObserve, err)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	obs := Observe(in)
 	snap := judge(s, m, kv, obs)
 	r.Snapshots.publish(snap)
+	conds, fields, capacity := statusOf(snap, m, obs)
+	r.Metrics.observed(snap, capacity)
+	r.recordTransitions(s, conds)
+	err = settings.ApplyStatus(ctx, r.Client, s, fieldManager, conds, fields)
+	r.Metrics.step(StepStatus, err)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.cleanOnce(ctx, snap, in)
+}
+
+// statusOf is the network part of the setting's status: the Ready condition, and IPCapacity with
+// the capacity when a migration network is configured; the nodes and capacity fields.
+func statusOf(snap *Snapshot, m *settings.MigrationNetwork, obs Observation) ([]metav1.Condition, map[string]any, *v1beta1.IPCapacity) {
 	ready := metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: snap.Reason, Message: snap.Message}
 	if snap.Ready {
 		ready.Status = metav1.ConditionTrue
 	}
 	conds, fields := []metav1.Condition{ready}, map[string]any{"nodes": obs.Nodes, "capacity": nil}
-	if m != nil {
-		capCond, capacity := capacityOf(m, obs)
-		conds, fields["capacity"] = append(conds, capCond), capacity
-		r.warnOnLowCapacity(s, capCond)
-	}
 	if len(obs.Nodes) == 0 {
 		fields["nodes"] = nil
 	}
-	if err := settings.ApplyStatus(ctx, r.Client, s, fieldManager, conds, fields); err != nil {
-		return reconcile.Result{}, err
+	if m == nil {
+		return conds, fields, nil
 	}
-	return reconcile.Result{}, r.cleanOnce(ctx, snap, in)
+	capCond, capacity := capacityOf(m, obs)
+	conds, fields["capacity"] = append(conds, capCond), capacity
+	return conds, fields, capacity
 }
 
 // cleanOnce removes stale whereabouts pools once per applied value, when the network is Ready.
@@ -115,7 +130,9 @@ func (r *Controller) cleanOnce(ctx context.Context, snap *Snapshot, in Input) er
 	for _, p := range in.Pods {
 		live[p.Namespace+"/"+p.Name] = true
 	}
-	if err := r.cleanPools(ctx, in.Range, func(ns, name string) bool { return live[ns+"/"+name] }); err != nil {
+	err := r.cleanPools(ctx, in.Range, func(ns, name string) bool { return live[ns+"/"+name] })
+	r.Metrics.step(StepCleanup, err)
+	if err != nil {
 		return err
 	}
 	hash := snap.Hash
@@ -223,15 +240,22 @@ func capacityOf(m *settings.MigrationNetwork, obs Observation) (metav1.Condition
 	return cond, c
 }
 
-// warnOnLowCapacity emits a Warning event when capacity turns low.
-func (r *Controller) warnOnLowCapacity(s *v1beta1.Setting, cond metav1.Condition) {
-	if cond.Status != metav1.ConditionFalse {
-		return
-	}
-	for _, c := range s.Status.Conditions {
-		if c.Type == cond.Type && c.Status == cond.Status {
-			return
+// recordTransitions emits one event per condition whose status or reason changes: a rollout
+// starting (Ready False, NotApplied or NodesNotAttached) and ending (Ready True), KubeVirt or the
+// value going wrong, capacity turning low and recovering. Progress within a rollout ("2 of 3")
+// changes only the message and emits nothing.
+func (r *Controller) recordTransitions(s *v1beta1.Setting, conds []metav1.Condition) {
+	for _, c := range conds {
+		if settings.ConditionChanged(s.Status.Conditions, c) {
+			r.Recorder.Event(s, eventType(c), c.Reason, c.Message)
 		}
 	}
-	r.Recorder.Event(s, corev1.EventTypeWarning, cond.Reason, cond.Message)
+}
+
+// eventType is Normal for healthy conditions and for a rollout in progress, else Warning.
+func eventType(c metav1.Condition) string {
+	if c.Status == metav1.ConditionTrue || c.Reason == ReasonNotApplied || c.Reason == ReasonNodesNotAttached {
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
 }

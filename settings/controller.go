@@ -42,10 +42,13 @@ type Controller struct {
 	Client            client.Client
 	Recorder          record.EventRecorder
 	KubeVirtNamespace string
+	// Metrics counts the steps of each reconcile; nil counts nothing.
+	Metrics *Metrics
 }
 
 // SetupWithManager watches the setting, the KubeVirt CR and the NADs migranet manages.
 func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	r.Metrics.Init(ControllerName, StepValue, StepNAD, StepKubeVirt, StepCleanup, StepStatus)
 	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
 	})
@@ -69,6 +72,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	m, errs := ParseMigrationNetwork(EffectiveValue(s), field.NewPath("value"))
+	r.Metrics.Step(ControllerName, StepValue, errs.ToAggregate())
 	if len(errs) > 0 {
 		// Admission refuses such values; one can only get here by bypassing the webhook.
 		return reconcile.Result{}, r.writeStatus(ctx, s, nil, &stepError{ReasonInvalidValue, errs.ToAggregate()})
@@ -78,7 +82,6 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if serr != nil {
-		r.Recorder.Event(s, "Warning", serr.reason, serr.Error())
 		if serr.reason == ReasonKubeVirtNotFound {
 			return reconcile.Result{}, nil
 		}
@@ -100,7 +103,9 @@ func (e *stepError) Unwrap() error { return e.err }
 func (r *Controller) apply(ctx context.Context, m *MigrationNetwork) *stepError {
 	want := RenderNAD(m, r.KubeVirtNamespace)
 	if want != nil {
-		if err := r.ensureNAD(ctx, want); err != nil {
+		err := r.ensureNAD(ctx, want)
+		r.Metrics.Step(ControllerName, StepNAD, err)
+		if err != nil {
 			return &stepError{ReasonNADFailed, fmt.Errorf("ensuring NetworkAttachmentDefinition %s/%s: %w", want.Namespace, want.Name, err)}
 		}
 	}
@@ -108,10 +113,14 @@ func (r *Controller) apply(ctx context.Context, m *MigrationNetwork) *stepError 
 	if want != nil {
 		network = want.Name
 	}
-	if err := r.pointKubeVirt(ctx, network); err != nil {
-		return err
+	if serr := r.pointKubeVirt(ctx, network); serr != nil {
+		r.Metrics.Step(ControllerName, StepKubeVirt, serr)
+		return serr
 	}
-	if err := r.deleteUnreferenced(ctx, network); err != nil {
+	r.Metrics.Step(ControllerName, StepKubeVirt, nil)
+	err := r.deleteUnreferenced(ctx, network)
+	r.Metrics.Step(ControllerName, StepCleanup, err)
+	if err != nil {
 		return &stepError{ReasonCleanupFailed, fmt.Errorf("deleting NetworkAttachmentDefinitions no longer referenced: %w", err)}
 	}
 	return nil

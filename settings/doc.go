@@ -8,5 +8,6 @@
 // canonical value (RenderNAD, NADName). The webhook, the settings controller and
 // `migranet validate` all call these same functions, so a value is judged identically everywhere.
 //
-// Nothing here talks to an API server; the settings controller (controller*.go) does.
+// Nothing here talks to an API server; the settings controller (controller*.go) does. metrics.go
+// holds the reconcile-step counter both controllers share (Metrics, RegisterOrReuse).
 package settings

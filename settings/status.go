@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,7 +92,8 @@ func isZero(v any) bool { return v == nil || v == "" }
 
 // writeStatus records the outcome of a reconcile: on success the applied hash and network and
 // Configured=True; on failure Configured=False with the failing step's reason, keeping the hash
-// and network applied last.
+// and network applied last. An event marks each transition of the condition (status or reason) and each newly applied
+// value; a step failing again with the same reason on a retry emits nothing more.
 func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, m *MigrationNetwork, serr *stepError) error {
 	cond := metav1.Condition{Type: v1beta1.ConditionConfigured, Status: metav1.ConditionTrue}
 	fields := map[string]any{
@@ -102,6 +104,9 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, m *Mig
 	switch {
 	case serr != nil:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, serr.reason, serr.Error()
+		if serr.reason == ReasonInvalidValue {
+			fields["summary"] = "invalid"
+		}
 	case m == nil:
 		cond.Reason, cond.Message = ReasonDisabled, "migration network disabled: migrations use the pod network"
 		fields["appliedHash"], fields["appliedNetwork"] = "", ""
@@ -110,8 +115,21 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, m *Mig
 		cond.Reason, cond.Message = ReasonApplied, "KubeVirt migrations.network points at "+nad
 		fields["appliedHash"], fields["appliedNetwork"] = m.Hash(), nad
 	}
-	if serr == nil && s.Status.AppliedHash != fields["appliedHash"] {
-		r.Recorder.Event(s, "Normal", cond.Reason, cond.Message)
+	if ConditionChanged(s.Status.Conditions, cond) || (serr == nil && s.Status.AppliedHash != fields["appliedHash"]) {
+		eventType := corev1.EventTypeNormal
+		if serr != nil {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Event(s, eventType, cond.Reason, cond.Message)
 	}
-	return ApplyStatus(ctx, r.Client, s, settingsFieldManager, []metav1.Condition{cond}, fields)
+	err := ApplyStatus(ctx, r.Client, s, settingsFieldManager, []metav1.Condition{cond}, fields)
+	r.Metrics.Step(ControllerName, StepStatus, err)
+	return err
+}
+
+// ConditionChanged reports whether cond differs in status or reason from the condition of its
+// type in stored, or stored has none: the transitions worth an event.
+func ConditionChanged(stored []metav1.Condition, cond metav1.Condition) bool {
+	old := meta.FindStatusCondition(stored, cond.Type)
+	return old == nil || old.Status != cond.Status || old.Reason != cond.Reason
 }

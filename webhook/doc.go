@@ -1,5 +1,7 @@
 // Package webhook is migranet's admission layer: one file per validated kind, each a thin
 // admission handler over pure validation functions from the settings package and the readiness
 // snapshot of the netcontroller package, plus setup.go, which registers them with a manager. It
-// reads only informer caches: no API request is made while answering an admission review.
+// reads only informer caches: no API request is made while answering an admission review. It
+// counts every decision (metrics.go) and leaves a Warning event on the VMI of a refused migration
+// (events.go), written asynchronously by the manager's event recorder.
 package webhook

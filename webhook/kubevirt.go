@@ -20,6 +20,8 @@ import (
 // by hand to something the vm-migration-network setting does not say.
 type KubeVirtValidator struct {
 	Reader client.Reader
+	// Metrics counts the decisions on updates; nil counts nothing.
+	Metrics *Metrics
 }
 
 // ValidateCreate admits every create.
@@ -32,21 +34,26 @@ func (v *KubeVirtValidator) ValidateUpdate(ctx context.Context, oldObj, newObj r
 	oldKV, ok1 := oldObj.(*kubevirtv1.KubeVirt)
 	newKV, ok2 := newObj.(*kubevirtv1.KubeVirt)
 	if !ok1 || !ok2 {
+		v.Metrics.count(WebhookKubeVirt, RuleNone, ResultError)
 		return nil, fmt.Errorf("expected KubeVirt objects, got %T and %T", oldObj, newObj)
 	}
 	s := &v1beta1.Setting{}
 	if err := v.Reader.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+		v.Metrics.count(WebhookKubeVirt, RuleNone, ResultAllowed)
 		return nil, nil
 	}
 	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
 	if len(errs) > 0 {
+		v.Metrics.count(WebhookKubeVirt, RuleNone, ResultAllowed)
 		return nil, nil
 	}
 	want := ""
 	if m != nil {
 		want = settings.NADName(m.Hash())
 	}
-	return KubeVirtUpdateWarnings(oldKV, newKV, want), nil
+	warnings := KubeVirtUpdateWarnings(oldKV, newKV, want)
+	v.Metrics.simple(WebhookKubeVirt, RuleNetworkMismatch, warnings, nil)
+	return warnings, nil
 }
 
 // ValidateDelete admits every delete.

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -17,7 +18,7 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// +kubebuilder:webhook:path=/validate-kubevirt-io-v1-virtualmachineinstancemigration,mutating=false,failurePolicy=ignore,sideEffects=None,groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=create;delete,versions=v1,name=vmim.migranet.io,admissionReviewVersions=v1,timeoutSeconds=5
+// +kubebuilder:webhook:path=/validate-kubevirt-io-v1-virtualmachineinstancemigration,mutating=false,failurePolicy=ignore,sideEffects=NoneOnDryRun,groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=create;delete,versions=v1,name=vmim.migranet.io,admissionReviewVersions=v1,timeoutSeconds=5
 
 // vmiNameIndex indexes VirtualMachineInstanceMigrations by spec.vmiName.
 const vmiNameIndex = "spec.vmiName"
@@ -31,20 +32,32 @@ type MigrationValidator struct {
 	Nodes             NodeLister
 	KubeVirtNamespace string
 	Snapshots         *netcontroller.Store
-	settings          settingsMemo
+	// Metrics counts the decisions; nil counts nothing.
+	Metrics *Metrics
+	// Recorder receives a Warning event on the VMI of each refused migration; nil records none.
+	Recorder record.EventRecorder
+	settings settingsMemo
 }
 
 // ValidateCreate refuses a migration that cannot succeed.
 func (v *MigrationValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	vmim, ok := obj.(*kubevirtv1.VirtualMachineInstanceMigration)
 	if !ok {
+		v.Metrics.count(WebhookVMIMCreate, RuleNone, ResultError)
 		return nil, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)
 	}
 	in, err := v.createInput(ctx, vmim)
 	if err != nil {
+		v.Metrics.count(WebhookVMIMCreate, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
-	return verdict(vmim, EvaluateCreate(*in), false)
+	ds := EvaluateCreate(*in)
+	v.Metrics.decided(WebhookVMIMCreate, ds)
+	warnings, err := verdict(vmim, ds, false)
+	if err != nil {
+		v.recordRefusal(ctx, in.VMI, vmim, ds)
+	}
+	return warnings, err
 }
 
 // ValidateUpdate admits every update: the rules are about starting and cancelling migrations.
@@ -56,14 +69,18 @@ func (v *MigrationValidator) ValidateUpdate(context.Context, runtime.Object, run
 func (v *MigrationValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	vmim, ok := obj.(*kubevirtv1.VirtualMachineInstanceMigration)
 	if !ok {
+		v.Metrics.count(WebhookVMIMDelete, RuleNone, ResultError)
 		return nil, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)
 	}
 	vmi, err := v.vmi(ctx, vmim)
 	if err != nil {
+		v.Metrics.count(WebhookVMIMDelete, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
 	policy, _ := v.settings.load(ctx, v.Reader)
-	return verdict(vmim, EvaluateDelete(DeleteInput{VMIM: vmim, VMI: vmi, Policy: policy}), true)
+	ds := EvaluateDelete(DeleteInput{VMIM: vmim, VMI: vmi, Policy: policy})
+	v.Metrics.decided(WebhookVMIMDelete, ds)
+	return verdict(vmim, ds, true)
 }
 
 // verdict turns decisions into admission warnings and, when any rule denies, a refusal: 422

@@ -22,6 +22,8 @@ import (
 type NADValidator struct {
 	Reader            client.Reader
 	KubeVirtNamespace string
+	// Metrics counts the decisions on deletes; nil counts nothing.
+	Metrics *Metrics
 }
 
 // ValidateCreate admits every create.
@@ -57,22 +59,24 @@ func (v *NADValidator) superseded(ctx context.Context, nad *nadv1.NetworkAttachm
 func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	nad, ok := obj.(*nadv1.NetworkAttachmentDefinition)
 	if !ok {
+		v.Metrics.count(WebhookNAD, RuleNone, ResultError)
 		return nil, fmt.Errorf("expected a NetworkAttachmentDefinition, got %T", obj)
 	}
-	if nad.Namespace != v.KubeVirtNamespace {
-		return nil, nil
-	}
-	if v.superseded(ctx, nad) {
+	if nad.Namespace != v.KubeVirtNamespace || v.superseded(ctx, nad) {
+		v.Metrics.count(WebhookNAD, RuleNone, ResultAllowed)
 		return nil, nil
 	}
 	kvs := &kubevirtv1.KubeVirtList{}
 	if err := v.Reader.List(ctx, kvs, client.InNamespace(v.KubeVirtNamespace), client.UnsafeDisableDeepCopy); err != nil {
+		v.Metrics.count(WebhookNAD, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
 	for i := range kvs.Items {
 		if err := ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(&kvs.Items[i])); err != nil {
+			v.Metrics.count(WebhookNAD, RuleActiveNetwork, ResultDenied)
 			return nil, apierrors.NewForbidden(nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions").GroupResource(), nad.Name, err)
 		}
 	}
+	v.Metrics.count(WebhookNAD, RuleNone, ResultAllowed)
 	return nil, nil
 }

@@ -8,3 +8,6 @@ package webhook
 // +kubebuilder:rbac:groups=migranet.io,resources=settings,verbs=list;watch
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=list;watch,namespace=kubevirt
 // +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list;watch,namespace=kubevirt
+
+// The Warning events recorded on the VMIs of refused migrations (in any namespace).
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

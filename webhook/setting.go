@@ -25,6 +25,8 @@ type SettingValidator struct {
 	Reader            client.Reader
 	Nodes             NodeLister
 	KubeVirtNamespace string
+	// Metrics counts the decisions; nil counts nothing.
+	Metrics *Metrics
 }
 
 var settingKind = v1beta1.GroupVersion.WithKind("Setting").GroupKind()
@@ -33,6 +35,7 @@ var settingKind = v1beta1.GroupVersion.WithKind("Setting").GroupKind()
 func (v *SettingValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	s, ok := obj.(*v1beta1.Setting)
 	if !ok {
+		v.Metrics.count(WebhookSetting, RuleNone, ResultError)
 		return nil, fmt.Errorf("expected a Setting, got %T", obj)
 	}
 	return v.validate(ctx, nil, s)
@@ -44,9 +47,11 @@ func (v *SettingValidator) ValidateUpdate(ctx context.Context, oldObj, newObj ru
 	old, ok1 := oldObj.(*v1beta1.Setting)
 	s, ok2 := newObj.(*v1beta1.Setting)
 	if !ok1 || !ok2 {
+		v.Metrics.count(WebhookSetting, RuleNone, ResultError)
 		return nil, fmt.Errorf("expected Settings, got %T and %T", oldObj, newObj)
 	}
 	if old.Value == s.Value && old.Default == s.Default {
+		v.Metrics.count(WebhookSetting, RuleNone, ResultAllowed)
 		return nil, nil
 	}
 	return v.validate(ctx, old, s)
@@ -56,11 +61,14 @@ func (v *SettingValidator) ValidateUpdate(ctx context.Context, oldObj, newObj ru
 func (v *SettingValidator) ValidateDelete(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
 	s, ok := obj.(*v1beta1.Setting)
 	if !ok {
+		v.Metrics.count(WebhookSetting, RuleNone, ResultError)
 		return nil, fmt.Errorf("expected a Setting, got %T", obj)
 	}
 	if s.Name != v1beta1.MigrationNetwork && s.Name != v1beta1.MigrationPolicy {
+		v.Metrics.count(WebhookSetting, RuleNone, ResultAllowed)
 		return nil, nil
 	}
+	v.Metrics.count(WebhookSetting, RuleOwnedSetting, ResultDenied)
 	return nil, apierrors.NewForbidden(v1beta1.GroupVersion.WithResource("settings").GroupResource(), s.Name,
 		fmt.Errorf("migranet owns this setting and recreates it; to go back to the default, clear its value instead: "+
 			`kubectl patch settings.migranet.io %s --type merge -p '{"value":""}'`, s.Name))
@@ -69,21 +77,27 @@ func (v *SettingValidator) ValidateDelete(_ context.Context, obj runtime.Object)
 func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting) (admission.Warnings, error) {
 	cl, err := v.cluster(ctx)
 	if err != nil {
+		v.Metrics.count(WebhookSetting, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
 	errs, warnings := settings.ValidateSetting(s, cl)
+	rule := RuleSettingValue
 	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && effectiveHash(old) != effectiveHash(s) {
 		busy, err := v.migrationsInFlight(ctx)
 		if err != nil {
+			v.Metrics.count(WebhookSetting, RuleNone, ResultError)
 			return nil, apierrors.NewInternalError(err)
 		}
 		if len(busy) > 0 {
 			errs = append(errs, field.Forbidden(field.NewPath("value"), inFlightMessage(busy)))
+			rule = RuleMigrationsInFlight
 		}
 	}
 	if len(errs) > 0 {
+		v.Metrics.count(WebhookSetting, rule, ResultDenied)
 		return warnings, apierrors.NewInvalid(settingKind, s.Name, errs)
 	}
+	v.Metrics.simple(WebhookSetting, RuleSettingValue, warnings, nil)
 	return warnings, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,10 @@ type Options struct {
 	KubeVirtNamespace string
 	// Snapshots is the network controller's readiness snapshot.
 	Snapshots *netcontroller.Store
+	// Metrics counts admission decisions; nil counts nothing.
+	Metrics *Metrics
+	// Recorder records a Warning event on the VMI of each refused migration; nil records none.
+	Recorder record.EventRecorder
 }
 
 // NewScheme returns a scheme with every kind migranet reads or writes.
@@ -61,10 +66,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		obj       runtime.Object
 		validator admission.CustomValidator
 	}{
-		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace}},
-		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Snapshots: opts.Snapshots}},
-		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace}},
-		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache}},
+		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
+		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace,
+			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder}},
+		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
+		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},
 	}
 	for _, h := range hooks {
 		if err := ctrl.NewWebhookManagedBy(mgr).For(h.obj).WithValidator(h.validator).Complete(); err != nil {

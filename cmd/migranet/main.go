@@ -14,6 +14,7 @@ Usage:
                              CRD and webhook configuration registered by itself
   migranet validate [flags] FILE...
                              validate Setting objects offline
+  migranet status [flags]    show live migrations and the migration network (-w follows changes)
 
 Run 'migranet <command> -h' for a command's flags.
 `
@@ -32,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runManager(args[1:], stderr, true)
 	case "validate":
 		return runValidate(args[1:], stdout, stderr)
+	case "status":
+		return runStatus(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

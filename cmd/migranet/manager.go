@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -22,6 +24,7 @@ import (
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/webhook"
+	"github.com/migranet/migranet/webhook/certs"
 )
 
 // managerFlags are the manager's command-line options.
@@ -33,6 +36,7 @@ type managerFlags struct {
 	webhookHost          string
 	webhookPort          int
 	certDir              string
+	certs                certs.Options
 	metricsAddr          string
 	probeAddr            string
 	leaderElect          bool
@@ -59,6 +63,7 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	fs.StringVar(&f.webhookHost, "webhook-host", "", "address the webhook server binds (default all; dev: 127.0.0.1)")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "port of the webhook server (dev: 0 picks a free one)")
 	fs.StringVar(&f.certDir, "cert-dir", "", "directory with tls.crt and tls.key for the webhook server (dev: generated when empty)")
+	f.certs.BindFlags(fs)
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address of the authenticated HTTPS metrics endpoint; 0 disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	fs.BoolVar(&f.leaderElect, "leader-elect", !dev, "elect a leader among replicas before running controllers (webhooks run on every replica)")
@@ -79,6 +84,15 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%s takes no arguments, got %q", name, fs.Args())
+	}
+	f.certs.Namespace = f.namespace
+	if f.certs.SecretName != "" && dev {
+		return nil, errors.New("`migranet dev` serves the webhook certificate from --cert-dir; --cert-secret is for `migranet manager`")
+	} else if f.certs.SecretName != "" && f.certDir != "" {
+		return nil, errors.New("--cert-secret and --cert-dir exclude each other: the certificate comes from the Secret or from the folder")
+	}
+	if err := f.certs.CheckFlags(); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -124,6 +138,14 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 			return err
 		}
 	}
+	webhookServer := ctrlwebhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.certDir}
+	var rotator *certs.Rotator
+	if f.certs.SecretName != "" {
+		if rotator, err = certs.New(cfg, f.certs); err != nil {
+			return fmt.Errorf("webhook certificate: %w", err)
+		}
+		webhookServer.TLSOpts = []func(*tls.Config){rotator.ConfigureTLS}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Metrics: metricsserver.Options{
@@ -131,7 +153,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 			SecureServing:  true,
 			FilterProvider: filters.WithAuthenticationAndAuthorization,
 		},
-		WebhookServer:           ctrlwebhook.NewServer(ctrlwebhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.certDir}),
+		WebhookServer:           ctrlwebhook.NewServer(webhookServer),
 		HealthProbeBindAddress:  f.probeAddr,
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        "migranet.io",
@@ -149,16 +171,23 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	snapshots := &netcontroller.Store{}
+	settingsMetrics, err1 := settings.NewMetrics(ctrlmetrics.Registry)
+	netMetrics, err2 := netcontroller.NewMetrics(ctrlmetrics.Registry)
+	webhookMetrics, err3 := webhook.NewMetrics(ctrlmetrics.Registry)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	if err := (&settings.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-settings"),
-		KubeVirtNamespace: f.kubevirtNamespace}).SetupWithManager(mgr); err != nil {
+		KubeVirtNamespace: f.kubevirtNamespace, Metrics: settingsMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)
 	}
 	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-netcontroller"),
 		KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots,
-		APIReader: mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace}).SetupWithManager(mgr); err != nil {
+		APIReader: mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network controller: %w", err)
 	}
-	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}); err != nil {
+	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots,
+		Metrics: webhookMetrics, Recorder: mgr.GetEventRecorderFor("migranet-webhook")}); err != nil {
 		return fmt.Errorf("setting up webhooks: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -166,6 +195,14 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 	}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
+	}
+	if rotator != nil {
+		if err := mgr.Add(rotator); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("certificates", rotator.ReadyCheck); err != nil {
+			return err
+		}
 	}
 	if local != nil {
 		if err := mgr.Add(local); err != nil {

@@ -14,6 +14,9 @@ import (
 // Binaries locates the control-plane commands.
 type Binaries struct {
 	Etcd, APIServer, Scheduler, ControllerManager, Kubectl, Kwok string
+	// VirtAPI and VirtController are KubeVirt's (release KubeVirtVersion); KubeVirtGenerate prints
+	// KubeVirt's own CRDs, RBAC and webhook configurations (test/tools/kubevirt/generate).
+	VirtAPI, VirtController, KubeVirtGenerate string
 }
 
 // RepoRoot is the migranet checkout this package was compiled from.
@@ -32,10 +35,10 @@ func BuildBinaries(ctx context.Context) (*Binaries, error) {
 		return nil, fmt.Errorf("building the control plane (test/tools/build.sh): %w", err)
 	}
 	dirs := strings.Split(strings.TrimSpace(out.String()), ":")
-	if len(dirs) != 2 {
-		return nil, fmt.Errorf("test/tools/build.sh printed %q, want <kubernetes dir>:<kwok dir>", out.String())
+	if len(dirs) != 3 {
+		return nil, fmt.Errorf("test/tools/build.sh printed %q, want <kubernetes dir>:<kwok dir>:<kubevirt dir>", out.String())
 	}
-	k8s, kwok := dirs[0], dirs[1]
+	k8s, kwok, kubevirt := dirs[0], dirs[1], dirs[2]
 	return &Binaries{
 		Etcd:              filepath.Join(k8s, "etcd"),
 		APIServer:         filepath.Join(k8s, "kube-apiserver"),
@@ -43,5 +46,8 @@ func BuildBinaries(ctx context.Context) (*Binaries, error) {
 		ControllerManager: filepath.Join(k8s, "kube-controller-manager"),
 		Kubectl:           filepath.Join(k8s, "kubectl"),
 		Kwok:              filepath.Join(kwok, "kwok"),
+		VirtAPI:           filepath.Join(kubevirt, "virt-api"),
+		VirtController:    filepath.Join(kubevirt, "virt-controller"),
+		KubeVirtGenerate:  filepath.Join(kubevirt, "kubevirt-generate"),
 	}, nil
 }

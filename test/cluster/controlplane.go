@@ -27,6 +27,9 @@ type Options struct {
 	Progress io.Writer
 	// AuditPolicy, when set, is written as the apiserver's audit policy; the log is AuditLog().
 	AuditPolicy string
+	// KubeVirt runs KubeVirt's own virt-api and virt-controller (StartKubeVirt), with KubeVirt's
+	// generated CRDs in place of the controller-gen ones in test/crds.
+	KubeVirt bool
 }
 
 // Cluster is a running local control plane.
@@ -41,10 +44,16 @@ type Cluster struct {
 	CA       *CA
 	procs    []*process
 	progress io.Writer
+	// kubeVirt is Options.KubeVirt; kubeVirtCA signs virt-api's and virt-controller's
+	// certificates; virtAPIPort is where virt-api serves.
+	kubeVirt    bool
+	kubeVirtCA  *CA
+	virtAPIPort int
 }
 
 // Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, installs the
-// CRDs, and returns once the API server is ready and the CRDs are established.
+// CRDs, and returns once the API server is ready and the CRDs are established; with
+// Options.KubeVirt it then starts KubeVirt (StartKubeVirt).
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
@@ -60,7 +69,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: opts.Dir, Binaries: opts.Binaries, progress: opts.Progress}
+	c = &Cluster{Dir: opts.Dir, Binaries: opts.Binaries, progress: opts.Progress, kubeVirt: opts.KubeVirt}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -80,6 +89,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.InstallCRDs(ctx); err != nil {
 		return nil, err
 	}
+	if opts.KubeVirt {
+		if err := c.StartKubeVirt(ctx); err != nil {
+			return nil, err
+		}
+	}
 	c.logf("control plane ready in %s (%s)", time.Since(began).Round(time.Millisecond), c.Config.Host)
 	return c, nil
 }
@@ -87,7 +101,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 // Stop ends every process the cluster started, newest first.
 func (c *Cluster) Stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].stop(10 * time.Second)
+		c.procs[i].stop()
 	}
 	c.procs = nil
 }

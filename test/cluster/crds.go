@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -24,7 +25,9 @@ func CRDDirs() []string {
 	return []string{filepath.Join(root, "test", "crds"), filepath.Join(root, "manifests", "crd")}
 }
 
-// InstallCRDs creates every CRD found in CRDDirs and waits until all are established.
+// InstallCRDs creates every CRD found in CRDDirs and waits until all are established. When the
+// cluster runs KubeVirt, the kubevirt.io CRDs are left to StartKubeVirt, which installs KubeVirt's
+// own.
 func (c *Cluster) InstallCRDs(ctx context.Context) error {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, dir := range CRDDirs() {
@@ -32,7 +35,12 @@ func (c *Cluster) InstallCRDs(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		crds = append(crds, found...)
+		for _, crd := range found {
+			if c.kubeVirt && crd.Spec.Group == kubevirtv1.SchemeGroupVersion.Group {
+				continue
+			}
+			crds = append(crds, crd)
+		}
 	}
 	for _, crd := range crds {
 		if err := c.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {

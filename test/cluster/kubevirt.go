@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,22 +12,33 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// KubeVirt install facts the local cluster reproduces.
+// KubeVirt install facts the local cluster reproduces. KubeVirtVersion is the release whose
+// virt-api and virt-controller run (test/tools/build.sh kubevirt).
 const (
 	KubeVirtNamespace = "kubevirt"
 	KubeVirtName      = "kubevirt"
-	KubeVirtVersion   = "v1.9.0"
+	KubeVirtVersion   = "v1.7.0"
+)
+
+// KubeVirt's service accounts (its components' identities) and the ConfigMap holding its CA.
+const (
+	APIServerServiceAccount  = "kubevirt-apiserver"
+	ControllerServiceAccount = "kubevirt-controller"
+	HandlerServiceAccount    = "kubevirt-handler"
+	KubeVirtCAConfigMap      = "kubevirt-ca"
+	// NodeRestrictionGate is the KubeVirt feature gate the bootstrapped CR enables.
+	NodeRestrictionGate = "NodeRestriction"
 )
 
 // BootstrapKubeVirt creates what a KubeVirt install leaves behind before virt-operator's work
-// starts: the kubevirt namespace, KubeVirt's service accounts and a KubeVirt CR in phase Deployed. The virt-operator simulator
-// (test/sim) then owns the CR's conditions and the virt-handler DaemonSet.
+// starts: the kubevirt namespace, KubeVirt's service accounts and a KubeVirt CR in phase Deployed
+// with its default architecture and the NodeRestriction feature gate. The virt-operator simulator (test/sim) then owns the CR's
+// conditions and the virt-handler DaemonSet. Existing objects are kept.
 func BootstrapKubeVirt(ctx context.Context, c client.Client) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KubeVirtNamespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", KubeVirtNamespace, err)
+	if err := ensureNamespace(ctx, c, KubeVirtNamespace); err != nil {
+		return err
 	}
-	for _, sa := range []string{"kubevirt-apiserver", "kubevirt-controller", "kubevirt-handler"} {
+	for _, sa := range []string{APIServerServiceAccount, ControllerServiceAccount, HandlerServiceAccount} {
 		obj := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: KubeVirtNamespace, Name: sa}}
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create service account %s: %w", sa, err)
@@ -36,7 +48,9 @@ func BootstrapKubeVirt(ctx context.Context, c client.Client) error {
 		ObjectMeta: metav1.ObjectMeta{Name: KubeVirtName, Namespace: KubeVirtNamespace},
 		Spec: kubevirtv1.KubeVirtSpec{
 			Configuration: kubevirtv1.KubeVirtConfiguration{
-				DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{},
+				// NodeRestriction (beta in v1.7, off unless listed) makes virt-api refuse a
+				// virt-handler's write to a VMI that is not on its node.
+				DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{FeatureGates: []string{NodeRestrictionGate}},
 			},
 		},
 	}
@@ -53,4 +67,62 @@ func BootstrapKubeVirt(ctx context.Context, c client.Client) error {
 		ObservedKubeVirtVersion: KubeVirtVersion,
 	}
 	return c.Status().Update(ctx, kv)
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// StartKubeVirt does what virt-operator does for virt-api and virt-controller, then runs them:
+// KubeVirt's own CRDs and RBAC (from test/tools/kubevirt/generate), the bootstrap of
+// BootstrapKubeVirt, a KubeVirt CA in the kubevirt-ca ConfigMap, certificates and
+// service-account tokens for both components, virt-api and its webhook configurations (called at
+// virt-api's local URL), and virt-controller. It returns once virt-api's admission answers and
+// virt-controller leads.
+func (c *Cluster) StartKubeVirt(ctx context.Context) error {
+	began := time.Now()
+	if err := ensureNamespace(ctx, c.Client, KubeVirtNamespace); err != nil {
+		return err
+	}
+	ca, err := NewCA("kubevirt.io")
+	if err != nil {
+		return err
+	}
+	c.kubeVirtCA = ca
+	c.virtAPIPort = FreePort()
+	objs, err := c.generateKubeVirt(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.applyKubeVirtObjects(ctx, objs.crdsAndRBAC); err != nil {
+		return err
+	}
+	if err := BootstrapKubeVirt(ctx, c.Client); err != nil {
+		return err
+	}
+	caMap := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: KubeVirtNamespace, Name: KubeVirtCAConfigMap},
+		Data:       map[string]string{"ca-bundle": string(ca.CertPEM)},
+	}
+	if err := c.Client.Create(ctx, caMap); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ConfigMap %s: %w", KubeVirtCAConfigMap, err)
+	}
+	if err := c.startVirtAPI(ctx); err != nil {
+		return err
+	}
+	if err := c.applyKubeVirtObjects(ctx, objs.webhooks); err != nil {
+		return err
+	}
+	if err := c.waitKubeVirtAdmission(ctx); err != nil {
+		return err
+	}
+	if err := c.startVirtController(ctx); err != nil {
+		return err
+	}
+	c.logf("KubeVirt %s virt-api and virt-controller ready in %s", KubeVirtVersion, time.Since(began).Round(time.Millisecond))
+	return nil
 }

@@ -3,6 +3,12 @@ package cluster
 // KwokNodeAnnotation marks the nodes kwok manages.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
+// ProcessesExitedAnnotation set to "true" on a running pod makes kwok report its containers
+// terminated (exit code 0) and the pod Succeeded, as kubelet does once the processes end: the
+// virt-handler stand-in sets it on a virt-launcher pod whose domain has gone (the source after a
+// migration, the target after a failed one).
+const ProcessesExitedAnnotation = "sim.migranet.io/processes-exited"
+
 // kwokStages are kwok's pod lifecycle stages. They follow kwok's "fast" stages, with one change
 // that stands in for a CNI: a pod that asks Multus for extra networks
 // (k8s.v1.cni.cncf.io/networks) becomes Running and Ready only once its network-status
@@ -68,6 +74,43 @@ spec:
     - key: '.metadata.ownerReferences.[].kind'
       operator: 'In'
       values: ['Job']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Succeeded
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-exited
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.metadata.annotations["` + ProcessesExitedAnnotation + `"]'
+      operator: 'In'
+      values: ['true']
   next:
     statusTemplate: |
       {{ $now := Now }}

@@ -50,9 +50,15 @@ func NodeObject(s NodeSpec) *corev1.Node {
 		"kubernetes.io/arch":     "amd64",
 		"type":                   "kwok",
 		settings.ClusterNetworkLabelPrefix + "mgmt": "true",
-		"kubevirt.io/schedulable":                   "true",
-		"machine-type.node.kubevirt.io/q35":         "true",
-		"cpu-model.node.kubevirt.io/Haswell":        "true",
+		// What virt-handler's node labeller writes, and virt-controller's pods select on: a
+		// schedulable node, the q35 machine type, and a host-model CPU (Haswell) that VMIs with
+		// the default host-model CPU can migrate between.
+		"kubevirt.io/schedulable":                      "true",
+		"machine-type.node.kubevirt.io/q35":            "true",
+		"cpu-model.node.kubevirt.io/Haswell":           "true",
+		"host-model-cpu.node.kubevirt.io/Haswell":      "true",
+		"cpu-model-migration.node.kubevirt.io/Haswell": "true",
+		"cpu-vendor.node.kubevirt.io/Intel":            "true",
 	}
 	for _, cn := range s.ClusterNetworks {
 		labels[settings.ClusterNetworkLabelPrefix+cn] = "true"

@@ -18,23 +18,33 @@ type process struct {
 	log  *os.File
 	done chan struct{}
 	err  error
+	// grace is how long stop waits after SIGTERM before SIGKILL.
+	grace time.Duration
 }
 
 // startProcess starts bin with args; the child dies with this process (Pdeathsig), so a killed
 // test or `make dev` leaves nothing behind.
 func startProcess(dir, name, bin string, args ...string) (*process, error) {
+	return startProcessWithEnv(dir, name, bin, nil, args...)
+}
+
+// startProcessWithEnv is startProcess with extra environment variables (KEY=value).
+func startProcessWithEnv(dir, name, bin string, env []string, args ...string) (*process, error) {
 	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logf, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, log: logf, done: make(chan struct{}), grace: 10 * time.Second}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	return p, nil
 }
@@ -50,7 +60,8 @@ func (p *process) exited() (bool, error) {
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after the grace period.
-func (p *process) stop(grace time.Duration) {
+func (p *process) stop() {
+	grace := p.grace
 	if done, _ := p.exited(); !done {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 		select {

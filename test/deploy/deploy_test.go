@@ -155,5 +155,14 @@ var _ = Describe("the cert-manager overlay", func() {
 		args, _, _ := unstructured.NestedSlice(byKind["Deployment"].Object, "spec", "template", "spec", "containers")
 		Expect(args[0].(map[string]any)["args"]).To(ContainElement("--cert-secret=" + env.CertSecret))
 		Expect(args[0].(map[string]any)["args"]).NotTo(ContainElement("--cert-rotation"))
+		for _, o := range objs {
+			if o.GetKind() != "Role" || o.GetNamespace() != env.Namespace {
+				continue
+			}
+			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+			first := rules[0].(map[string]any)
+			Expect(first["resources"]).To(Equal([]any{"secrets"}))
+			Expect(first["verbs"]).To(ConsistOf("get", "list", "watch"), "migranet only reads the Secret cert-manager writes")
+		}
 	})
 })

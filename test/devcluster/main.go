@@ -3,7 +3,8 @@
 // "migranet dev: ready" with commands to try, and runs until interrupted, then stops every process
 // it started.
 //
-// Environment: DEV_NODES (default 3) kwok nodes; DEV_DIR (default .dev) state folder.
+// Environment: DEV_NODES (default 3) kwok nodes; DEV_DIR (default .dev) state folder;
+// DEV_KUBEVIRT=simulated leaves out KubeVirt's virt-api and virt-controller (run by default).
 package main
 
 import (
@@ -40,10 +41,19 @@ func run() error {
 	if dir == "" {
 		dir = filepath.Join(cluster.RepoRoot(), ".dev")
 	}
+	simulated := false
+	switch v := os.Getenv("DEV_KUBEVIRT"); v {
+	case "", "real":
+	case "simulated":
+		simulated = true
+	default:
+		return fmt.Errorf("DEV_KUBEVIRT=%q: want real (default) or simulated", v)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
-	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: cluster.DefaultNodes(nodes), Progress: os.Stderr})
+	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: cluster.DefaultNodes(nodes), Progress: os.Stderr,
+		SimulatedKubeVirt: simulated})
 	if err != nil {
 		return err
 	}
@@ -57,8 +67,13 @@ func run() error {
 		return err
 	}
 	rel, _ := filepath.Rel(cluster.RepoRoot(), kubeconfig)
+	kubevirt := "KubeVirt " + cluster.KubeVirtVersion + " virt-api at " + e.VirtAPIURL() + " and virt-controller, virt-handler stand-in"
+	if simulated {
+		kubevirt = "KubeVirt simulated (no virt-api, no virt-controller)"
+	}
 	fmt.Printf(`
 migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet webhooks at %s
+  kubevirt:   %s
   logs:       %s
   kubectl:    %s
 
@@ -71,7 +86,7 @@ Try:
   kubectl get pods -n kubevirt -l kubevirt.io=virt-handler -w
 
 Ctrl-C stops every process this started.
-`, time.Since(began).Round(time.Second), nodes, e.Manager.WebhookURL(), e.Dir, e.Binaries.Kubectl, rel, cluster.DefaultClusterNetwork)
+`, time.Since(began).Round(time.Second), nodes, e.Manager.WebhookURL(), kubevirt, e.Dir, e.Binaries.Kubectl, rel, cluster.DefaultClusterNetwork)
 	for {
 		select {
 		case <-ctx.Done():

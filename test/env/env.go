@@ -47,6 +47,10 @@ type Options struct {
 	Progress io.Writer
 	// AuditPolicy is passed to the API server (see cluster.Options).
 	AuditPolicy string
+	// SimulatedKubeVirt leaves KubeVirt's virt-api and virt-controller out: controller-gen
+	// KubeVirt CRDs, no KubeVirt admission, and migrations that nothing drives. By default the
+	// environment runs KubeVirt's own (cluster.KubeVirtVersion) with the virt-handler stand-in.
+	SimulatedKubeVirt bool
 }
 
 // Env is a running environment.
@@ -81,6 +85,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	c, err := cluster.Start(ctx, cluster.Options{
 		Dir: opts.Dir, Binaries: bins, Progress: opts.Progress, AuditPolicy: opts.AuditPolicy,
+		KubeVirt: !opts.SimulatedKubeVirt,
 	})
 	if err != nil {
 		return nil, err
@@ -94,7 +99,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
 		return nil, err
 	}
-	if err := e.startSimulators(); err != nil {
+	if err := e.startSimulators(!opts.SimulatedKubeVirt); err != nil {
 		return nil, err
 	}
 	if err := cluster.CreateNodes(ctx, c.Client, opts.Nodes); err != nil {
@@ -129,8 +134,12 @@ func (e *Env) Stop() {
 	e.Cluster.Stop()
 }
 
-// startSimulators runs the virt-operator and Multus simulators in this process.
-func (e *Env) startSimulators() error {
+// HandlerMigrationTime is how long the virt-handler stand-in lets a migration run.
+const HandlerMigrationTime = 500 * time.Millisecond
+
+// startSimulators runs the virt-operator and Multus simulators in this process, and the
+// virt-handler stand-in when KubeVirt's controllers run.
+func (e *Env) startSimulators(handler bool) error {
 	logFile, err := os.Create(filepath.Join(e.Dir, "simulators.log"))
 	if err != nil {
 		return err
@@ -154,6 +163,15 @@ func (e *Env) startSimulators() error {
 	if err := multus.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	what := "virt-operator and Multus simulators"
+	if handler {
+		standIn := &sim.VirtHandlerStandIn{Client: mgr.GetClient(), Clientset: e.Clientset, Config: e.Config,
+			Namespace: cluster.KubeVirtNamespace, MigrationTime: HandlerMigrationTime}
+		if err := standIn.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		what += ", virt-handler stand-in"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stopSims, e.simsDone = cancel, make(chan struct{})
 	go func() {
@@ -163,7 +181,7 @@ func (e *Env) startSimulators() error {
 			fmt.Fprintln(logFile, "simulators stopped:", err)
 		}
 	}()
-	fmt.Fprintln(e.progress, "env: virt-operator and Multus simulators running")
+	fmt.Fprintf(e.progress, "env: %s running\n", what)
 	return nil
 }
 

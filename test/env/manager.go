@@ -35,15 +35,15 @@ func BuildMigranet(ctx context.Context, dir string) (string, error) {
 // Manager is one replica of the real migranet binary, running `migranet manager` as a child
 // process the way the default overlay's Deployment runs it: as the manifests' ServiceAccount
 // (Kubeconfig holds a token of it), with leader election, behind the webhook Service (here the
-// Service simulator). Lease timings are shortened so a killed leader is replaced within seconds.
+// Service simulator). Lease timings are about half the defaults, so a killed leader is replaced
+// within seconds, yet long enough that a leader keeps its lease while a busy 2-core machine
+// answers slowly; a cleanly stopped replica releases the lease at once.
 type Manager struct {
 	Binary, Kubeconfig, Dir string
 	// Name tells replicas apart in logs and in the Service's endpoints.
 	Name string
 	// Service routes webhook traffic to the replica once it is ready.
 	Service *sim.Service
-	// CertDir holds the webhook serving certificate (tls.crt, tls.key).
-	CertDir string
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
 
@@ -78,8 +78,8 @@ func (m *Manager) name() string {
 	return m.Name
 }
 
-// Start runs the replica and waits until it is ready (webhook server started, certificates
-// loaded). Ports stay the same across restarts.
+// Start runs the replica and waits until it is ready (webhook server started, serving
+// certificate loaded from the Secret, CA bundle injected) and the Service routes to it. Ports stay the same across restarts.
 func (m *Manager) Start(ctx context.Context) error {
 	if m.cmd != nil {
 		return fmt.Errorf("manager already running")
@@ -99,9 +99,10 @@ func (m *Manager) Start(ctx context.Context) error {
 		"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(m.webhookPort),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(m.probePort),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(m.metricsPort),
-		"--leader-elect", "--leader-elect-lease-duration", "4s", "--leader-elect-renew-deadline", "3s",
-		"--leader-elect-retry-period", "500ms",
-		"--cert-dir", m.CertDir}
+		"--leader-elect", "--leader-elect-lease-duration", "8s", "--leader-elect-renew-deadline", "6s",
+		"--leader-elect-retry-period", "1s",
+		// The default overlay's certificate flags; the Service simulator is reached by IP.
+		"--cert-secret", CertSecret, "--cert-rotation", "--cert-extra-sans", "127.0.0.1"}
 	cmd := exec.Command(m.Binary, append(args, m.ExtraArgs...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -190,6 +191,14 @@ func (m *Manager) WaitOwnedSettings(ctx context.Context, c client.Client) error 
 		}
 	}
 	return nil
+}
+
+// PID is the running replica's process ID, 0 when stopped.
+func (m *Manager) PID() int {
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
 }
 
 // RSS is the manager's resident set size in bytes, from /proc.

@@ -3,7 +3,6 @@ package env
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -23,28 +22,16 @@ func (e *Env) startManager(ctx context.Context, binary, dir string) error {
 		return err
 	}
 	e.Service = svc
-	certDir := filepath.Join(dir, "migranet", "certs")
-	serving, err := e.CA.Issue("migranet-webhook", nil, "127.0.0.1")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), serving.CertPEM, 0o600); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), serving.KeyPEM, 0o600); err != nil {
-		return err
-	}
-	if err := installForLocalReplicas(ctx, e.Cluster, "https://"+svc.Addr(), e.CA.CertPEM); err != nil {
+	// The webhook configuration starts without a CA bundle: the replicas' built-in issuer fills
+	// the shipped Secret and injects the bundle, as in a real install.
+	if err := installForLocalReplicas(ctx, e.Cluster, "https://"+svc.Addr(), nil); err != nil {
 		return err
 	}
 	kubeconfig, err := e.serviceAccountKubeconfig(ctx, filepath.Join(dir, "migranet.kubeconfig"))
 	if err != nil {
 		return err
 	}
-	e.Manager = e.NewReplica(binary, kubeconfig, certDir, "migranet-0")
+	e.Manager = e.NewReplica(binary, kubeconfig, "migranet-0")
 	if err := e.Manager.Start(ctx); err != nil {
 		return err
 	}
@@ -52,13 +39,13 @@ func (e *Env) startManager(ctx context.Context, binary, dir string) error {
 	return e.Manager.WaitWebhooksRegistered(ctx, e.Client)
 }
 
-// NewReplica returns another manager replica (not started) like the first one: same binary,
-// identity and certificate, behind the same Service.
-func (e *Env) NewReplica(binary, kubeconfig, certDir, name string) *Manager {
+// NewReplica returns another manager replica (not started) like the first one: same binary and
+// identity, behind the same Service.
+func (e *Env) NewReplica(binary, kubeconfig, name string) *Manager {
 	if e.Manager != nil {
-		binary, kubeconfig, certDir = e.Manager.Binary, e.Manager.Kubeconfig, e.Manager.CertDir
+		binary, kubeconfig = e.Manager.Binary, e.Manager.Kubeconfig
 	}
-	return &Manager{Binary: binary, Kubeconfig: kubeconfig, CertDir: certDir, Name: name,
+	return &Manager{Binary: binary, Kubeconfig: kubeconfig, Name: name,
 		Dir: filepath.Join(e.Dir, "migranet"), Service: e.Service}
 }
 

@@ -74,6 +74,12 @@ func (f *Framework) Namespace(ctx context.Context) string {
 			_ = f.Client.Update(ctx, vmim)
 			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, vmim))).To(Succeed())
 		}
+		// virt-controller holds each migration with a finalizer until it has failed or ended.
+		Eventually(func(g Gomega) {
+			left := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+			g.Expect(f.Client.List(ctx, left, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(left.Items).To(BeEmpty(), "migrations still finalizing")
+		}).WithContext(ctx).WithTimeout(Long).Should(Succeed())
 		Expect(client.IgnoreNotFound(f.Client.Delete(ctx, ns))).To(Succeed())
 	})
 	return ns.Name
@@ -107,6 +113,19 @@ func (f *Framework) DeleteNodes(ctx context.Context, names ...string) {
 			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0)))).To(Succeed())
 		}
 	}
+}
+
+// StartVMI creates vmi and waits until it runs on a node, and returns it as stored. With KubeVirt,
+// virt-controller created its virt-launcher pod, the scheduler placed it, kwok ran it and the
+// virt-handler stand-in reported the domain running.
+func (f *Framework) StartVMI(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) *kubevirtv1.VirtualMachineInstance {
+	ExpectWithOffset(1, f.Client.Create(ctx, vmi)).To(Succeed())
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi)).To(Succeed())
+		g.Expect(vmi.Status.Phase).To(Equal(kubevirtv1.Running), "VMI %s/%s phase", vmi.Namespace, vmi.Name)
+		g.Expect(vmi.Status.NodeName).NotTo(BeEmpty())
+	}).WithContext(ctx).WithTimeout(Long).Should(Succeed())
+	return vmi
 }
 
 // CreateVMIM creates a migration, retrying while migranet refuses it only because its cache has

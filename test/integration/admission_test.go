@@ -21,6 +21,7 @@ import (
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/webhook"
 )
 
 func vmimYAML(ns, name, vmi string) string {
@@ -177,6 +178,7 @@ var _ = Describe("migration admission", func() {
 	It("makes no API request while answering 1,000 admissions", func(ctx context.Context) {
 		ns := f.Namespace(ctx)
 		Expect(f.Client.Create(ctx, framework.VMI(ns, "vm4", "node-1", nil))).To(Succeed())
+		f.StartVMI(ctx, framework.VMI(ns, "pinned4", "node-1", map[string]string{"kubernetes.io/hostname": "node-1"}))
 		// Wait until migranet's controllers are quiet (no request of theirs for 2 s): what is
 		// measured is admission, not the tail of the previous test's reconciles.
 		before := managerRequests()
@@ -199,15 +201,43 @@ var _ = Describe("migration admission", func() {
 				denied++
 			}
 		}
+		// Then 50 real (not dry-run) refusals of a VMI that exists: each leaves a Warning event on
+		// the VMI through the manager's asynchronous event recorder. Event writes are the one kind
+		// of request managerRequests leaves out; waiting for the event makes sure they happened
+		// within the window that is checked.
+		for i := range 50 {
+			err := f.Client.Create(ctx, framework.VMIM(ns, fmt.Sprintf("refused-%d", i), "pinned4", nil))
+			Expect(err).To(MatchError(ContainSubstring("feasibleTarget")))
+		}
 		elapsed := time.Since(start)
 		Expect(denied).To(Equal(500))
+		Eventually(vmiEvents).WithContext(ctx).WithArguments(ns, "pinned4").WithTimeout(framework.Short).
+			Should(ContainElement(HavePrefix(webhook.ReasonMigrationRefused + ":")))
 		after := managerRequests()
-		GinkgoWriter.Printf("1000 admissions in %s; migranet API requests before %d after %d\n", elapsed, len(before), len(after))
+		GinkgoWriter.Printf("1,050 admissions in %s; migranet API requests before %d after %d\n", elapsed, len(before), len(after))
 		Expect(after[len(before):]).To(BeEmpty(), "requests migranet made while admitting")
 	})
 })
 
-// managerRequests lists the non-watch requests migranet made, from the API server's audit log.
+// isEventWrite reports whether a request creates or updates an Event (core/v1 or events.k8s.io).
+func isEventWrite(verb, uri string) bool {
+	if verb != "create" && verb != "patch" && verb != "update" {
+		return false
+	}
+	path, _, _ := strings.Cut(uri, "?")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	// api/v1/namespaces/<ns>/events[/<name>] or apis/events.k8s.io/v1/namespaces/<ns>/events[/<name>]
+	switch {
+	case len(parts) >= 5 && parts[0] == "api" && parts[2] == "namespaces":
+		return parts[4] == "events"
+	case len(parts) >= 6 && parts[0] == "apis" && parts[1] == "events.k8s.io" && parts[3] == "namespaces":
+		return parts[5] == "events"
+	}
+	return false
+}
+
+// managerRequests lists the non-watch requests migranet made, from the API server's audit log,
+// leaving out lease renewals and event writes.
 func managerRequests() []string {
 	file, err := os.Open(f.AuditLog())
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
@@ -228,6 +258,12 @@ func managerRequests() []string {
 			continue
 		}
 		if strings.Contains(ev.RequestURI, "/leases/") {
+			continue
+		}
+		// Event writes are excluded explicitly: the Warning event a refused migration leaves on
+		// its VMI is written by the asynchronous event recorder, after the answer, and admission
+		// never waits for it. Every other request (any read above all) still counts.
+		if isEventWrite(ev.Verb, ev.RequestURI) {
 			continue
 		}
 		out = append(out, ev.Verb+" "+ev.RequestURI)

@@ -41,7 +41,7 @@ var _ = Describe("two webhook replicas under load", func() {
 		// 1,000 requests starve two cores.
 		f.Manager.ExtraArgs = productionLease
 		DeferCleanup(func() { f.Manager.ExtraArgs = nil })
-		second := f.NewReplica("", "", "", "migranet-1")
+		second := f.NewReplica("", "", "migranet-1")
 		second.ExtraArgs = productionLease
 		Expect(second.Start(ctx)).To(Succeed())
 		DeferCleanup(second.Stop)

@@ -1,5 +1,5 @@
-// Package sim holds simulators for the two components that cannot run in the local cluster,
-// each following its real counterpart's documented behaviour as far as migranet can observe it:
+// Package sim holds simulators for the components that cannot run in the local cluster, each
+// following its real counterpart's behaviour as far as it shows in the API:
 //
 //   - VirtOperator stands in for KubeVirt's virt-operator: it keeps the virt-handler DaemonSet in
 //     the KubeVirt namespace in line with the KubeVirt CR (node placement, and the
@@ -14,4 +14,14 @@
 //     k8s.v1.cni.cncf.io/network-status annotation; kwok marks the pod Ready only then. A missing
 //     NAD leaves the pod not ready, with a FailedCreatePodSandBox event, and is retried, as
 //     kubelet retries a failed sandbox.
+//   - VirtHandlerStandIn is not virt-handler: it runs no domain and moves no bytes. It makes only
+//     the writes KubeVirt v1.7.0's virt-handler makes to a VirtualMachineInstance, each with a
+//     kubevirt-handler token bound to the virt-handler pod of the node concerned (KubeVirt's node
+//     restriction checks the node the token names): a Scheduled VMI becomes Running and
+//     LiveMigratable; for a migration the real virt-controller hands off, the target advertises
+//     its migration0 address from the Multus simulator (the pod IP without a migration network)
+//     and proxy ports, the source starts the migration (pre-copy, or post-copy when the VMIM is
+//     annotated HandlerModeAnnotation=PostCopy) or aborts it when virt-controller asks, the target
+//     takes the VMI over after MigrationTime (unless HandlerHoldAnnotation=true) and marks it
+//     completed; a VMI being deleted ends Succeeded.
 package sim

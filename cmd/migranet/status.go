@@ -1,0 +1,478 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/migranet/migranet/cmd/migranet/status"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+const statusUsage = `Usage: migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-w] [-o table|json] [--request-timeout 30s]
+
+Shows the live migrations (VirtualMachineInstanceMigrations) of a namespace, one row each: VMI,
+source → target node, phase, mode (pre-copy, post-copy, paused), network (pod or migration),
+elapsed time and the state combined from the migration and its VMI, under a header line with the
+state of the migration network (the vm-migration-network Setting). Migrations in flight come
+first; finished ones stay listed after them. With -w it keeps watching and prints a line each time
+a migration's state or the network changes, until Ctrl-C.
+
+Exit status: 0 listed (or watch ended by Ctrl-C), 1 the cluster could not be read, 2 bad usage or
+no usable kubeconfig.
+
+Flags:
+      --kubeconfig FILE        kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)
+      --context NAME           kubeconfig context to use (default: its current context)
+  -n, --namespace NAMESPACE    namespace to list (default: the context's namespace, else default)
+  -A, --all-namespaces         list every namespace (adds a NAMESPACE column)
+  -w, --watch                  after listing, print a line for every change
+  -o, --output FORMAT          table (default) or json (with -w: one JSON object per line)
+      --request-timeout TIME   limit for each request to the API server, e.g. 30s, 1m, or
+                               seconds as a number; 0 waits forever (default 0). A watch's
+                               stream is not limited; its start is (1m when 0)
+`
+
+// Exit codes of runStatus.
+const (
+	statusOK         = 0
+	statusClusterErr = 1
+	statusUsageErr   = 2
+)
+
+// vmiGetLimit is how many VMIs are fetched one by one; above it they are listed.
+const vmiGetLimit = 32
+
+// watchSyncTimeout bounds the start of a watch when --request-timeout is 0.
+const watchSyncTimeout = time.Minute
+
+type statusFlags struct {
+	kubeconfig, context, namespace, output string
+	allNamespaces, watch                   bool
+	requestTimeout                         time.Duration
+	namespaceSet                           bool
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return statusMain(ctx, args, stdout, stderr)
+}
+
+func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fail := func(code int, format string, a ...any) int {
+		_, _ = fmt.Fprintf(stderr, "migranet status: "+format+"\n", a...)
+		return code
+	}
+	f, err := parseStatusFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = fmt.Fprint(stderr, statusUsage)
+		return statusOK
+	}
+	if err != nil {
+		return fail(statusUsageErr, "%v\nRun 'migranet status -h' for its flags.", err)
+	}
+	cfg, namespace, err := loadClientConfig(f)
+	if err != nil {
+		return fail(statusUsageErr, "%v", err)
+	}
+	cfg.UserAgent = "migranet-status"
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Timeout = f.requestTimeout
+	scheme := runtime.NewScheme()
+	if err := kubevirtv1.AddToScheme(scheme); err != nil {
+		return fail(statusClusterErr, "%v", err)
+	}
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		return fail(statusClusterErr, "%v", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fail(statusClusterErr, "%s", explain(err, cfg, f))
+	}
+	vmims, vmis, err := readMigrations(ctx, c, namespace)
+	if err != nil {
+		return fail(statusClusterErr, "%s", explain(err, cfg, f))
+	}
+	net, settingWatchable := readNetwork(ctx, c)
+	if !f.watch {
+		rows := combineAll(vmims, func(ns, name string) *kubevirtv1.VirtualMachineInstance { return vmis[ns+"/"+name] }, time.Now())
+		status.InferNetwork(rows, net)
+		if err := status.Print(stdout, f.output, f.allNamespaces, net, rows); err != nil {
+			return fail(statusClusterErr, "writing output: %v", err)
+		}
+		if len(rows) == 0 && f.output == status.FormatTable {
+			_, _ = fmt.Fprintln(stderr, noMigrations(namespace))
+		}
+		return statusOK
+	}
+	if err := watchMigrations(ctx, cfg, scheme, namespace, net, settingWatchable, f, stdout, stderr); err != nil {
+		return fail(statusClusterErr, "%s", explain(err, cfg, f))
+	}
+	return statusOK
+}
+
+func parseStatusFlags(args []string) (*statusFlags, error) {
+	f := &statusFlags{}
+	fs := flag.NewFlagSet("migranet status", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned and reported once, by the caller
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "")
+	fs.StringVar(&f.context, "context", "", "")
+	for _, n := range []string{"n", "namespace"} {
+		fs.Func(n, "", func(v string) error {
+			if v == "" {
+				return errors.New("needs a namespace name")
+			}
+			f.namespace, f.namespaceSet = v, true
+			return nil
+		})
+	}
+	for _, n := range []string{"A", "all-namespaces"} {
+		fs.BoolVar(&f.allNamespaces, n, false, "")
+	}
+	for _, n := range []string{"w", "watch"} {
+		fs.BoolVar(&f.watch, n, false, "")
+	}
+	for _, n := range []string{"o", "output"} {
+		fs.StringVar(&f.output, n, status.FormatTable, "")
+	}
+	timeout := fs.String("request-timeout", "0", "")
+	if err := fs.Parse(kubectlShortFlags(args)); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: status lists every migration of a namespace; choose it with -n NAMESPACE, or -A for all", fs.Arg(0))
+	}
+	if f.output != status.FormatTable && f.output != status.FormatJSON {
+		return nil, fmt.Errorf("-o %q: the output format must be one of %s", f.output, strings.Join(status.Formats, ", "))
+	}
+	d, err := parseRequestTimeout(*timeout)
+	if err != nil {
+		return nil, err
+	}
+	f.requestTimeout = d
+	return f, nil
+}
+
+// kubectlShortFlags spells kubectl's joined short flags the way the flag package reads them:
+// "-ojson" → "-o json", "-nprod" → "-n prod", "-Aw" → "-A -w".
+func kubectlShortFlags(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) <= 2 || a[0] != '-' || a[1] == '-' || strings.Contains(a, "=") {
+			out = append(out, a)
+			continue
+		}
+		switch {
+		case a[1] == 'o' || a[1] == 'n':
+			out = append(out, a[:2], a[2:])
+		case strings.Trim(a[1:], "Aw") == "":
+			for _, ch := range a[1:] {
+				out = append(out, "-"+string(ch))
+			}
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// parseRequestTimeout reads kubectl's --request-timeout: a duration ("30s", "1m") or a whole
+// number of seconds; 0 means no limit.
+func parseRequestTimeout(v string) (time.Duration, error) {
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("--request-timeout %q: want a duration such as 30s or 1m, or a number of seconds (0: no limit)", v)
+	}
+	return d, nil
+}
+
+// loadClientConfig loads the kubeconfig as kubectl does and returns the REST configuration and the
+// namespace to list ("" for all).
+func loadClientConfig(f *statusFlags) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f.kubeconfig != "" {
+		if _, err := os.Stat(f.kubeconfig); err != nil {
+			return nil, "", fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, errors.Unwrap(err))
+		}
+		rules.ExplicitPath = f.kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
+	cfg, err := cc.ClientConfig()
+	switch {
+	case clientcmd.IsEmptyConfig(err):
+		return nil, "", errors.New("no cluster configured: pass --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config")
+	case err != nil && f.context != "" && (strings.Contains(err.Error(), "context was not found") || strings.Contains(err.Error(), "does not exist")):
+		return nil, "", fmt.Errorf("--context %s: no such context in the kubeconfig (kubectl config get-contexts lists them)", f.context)
+	case err != nil:
+		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	switch {
+	case f.allNamespaces:
+		return cfg, metav1.NamespaceAll, nil
+	case f.namespaceSet:
+		return cfg, f.namespace, nil
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil || ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	return cfg, ns, nil
+}
+
+// readMigrations lists the migrations of namespace ("" for all) and the VMIs they name, by key
+// "namespace/name" (absent: not found).
+func readMigrations(ctx context.Context, c client.Client, namespace string) ([]kubevirtv1.VirtualMachineInstanceMigration, map[string]*kubevirtv1.VirtualMachineInstance, error) {
+	list := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, nil, fmt.Errorf("listing VirtualMachineInstanceMigrations: %w", err)
+	}
+	wanted := map[string]client.ObjectKey{}
+	for _, m := range list.Items {
+		wanted[m.Namespace+"/"+m.Spec.VMIName] = client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.VMIName}
+	}
+	vmis := map[string]*kubevirtv1.VirtualMachineInstance{}
+	if len(wanted) > vmiGetLimit {
+		all := &kubevirtv1.VirtualMachineInstanceList{}
+		if err := c.List(ctx, all, client.InNamespace(namespace)); err != nil {
+			return nil, nil, fmt.Errorf("listing VirtualMachineInstances: %w", err)
+		}
+		for i := range all.Items {
+			vmis[all.Items[i].Namespace+"/"+all.Items[i].Name] = &all.Items[i]
+		}
+		return list.Items, vmis, nil
+	}
+	for k, key := range wanted {
+		if key.Name == "" {
+			continue
+		}
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		err := c.Get(ctx, key, vmi)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading VirtualMachineInstance %s: %w", k, err)
+		}
+		vmis[k] = vmi
+	}
+	return list.Items, vmis, nil
+}
+
+// readNetwork reads the vm-migration-network Setting into the header, and says whether it can be
+// watched (its API exists and may be read).
+func readNetwork(ctx context.Context, c client.Reader) (status.Network, bool) {
+	s := &v1beta1.Setting{}
+	err := c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s)
+	switch {
+	case err == nil:
+		return status.Header(s), true
+	case apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+		return status.Header(nil), true
+	case meta.IsNoMatchError(err) || discoveryMissing(err):
+		return status.Unavailable(status.ReasonNoAPI, "the cluster has no settings.migranet.io API: is migranet installed?"), false
+	case apierrors.IsForbidden(err):
+		return status.Unavailable(status.ReasonForbidden, err.Error()), false
+	default:
+		return status.Unavailable(status.ReasonError, err.Error()), false
+	}
+}
+
+// discoveryMissing reports a resource type the API server does not serve.
+func discoveryMissing(err error) bool {
+	var noKind *meta.NoKindMatchError
+	return errors.As(err, &noKind) || strings.Contains(err.Error(), "the server could not find the requested resource")
+}
+
+// combineAll combines every migration with its VMI (vmi returns nil when it is missing) and sorts.
+func combineAll(vmims []kubevirtv1.VirtualMachineInstanceMigration, vmi func(ns, name string) *kubevirtv1.VirtualMachineInstance, now time.Time) []status.Row {
+	rows := make([]status.Row, 0, len(vmims))
+	for i := range vmims {
+		m := &vmims[i]
+		rows = append(rows, status.Combine(m, vmi(m.Namespace, m.Spec.VMIName), now))
+	}
+	status.Sort(rows)
+	return rows
+}
+
+func noMigrations(namespace string) string {
+	if namespace == "" {
+		return "No migrations found."
+	}
+	return fmt.Sprintf("No migrations found in namespace %s.", namespace)
+}
+
+// watchMigrations follows migrations, their VMIs and (when watchSetting) the Setting through an
+// informer cache and prints every change until ctx ends; fixedNet is the header when the Setting
+// cannot be watched.
+func watchMigrations(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, namespace string, fixedNet status.Network, watchSetting bool, f *statusFlags, stdout, stderr io.Writer) error {
+	ctrllog.SetLogger(logr.Discard())
+	streamCfg := rest.CopyConfig(cfg)
+	streamCfg.Timeout = 0 // a watch is a long request; --request-timeout bounds the first sync instead
+	opts := cache.Options{
+		Scheme:           scheme,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachineInstance{}: {Transform: trimVMI}},
+	}
+	if namespace != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	if watchSetting {
+		opts.ByObject[&v1beta1.Setting{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", v1beta1.MigrationNetwork)}
+	}
+	ca, err := cache.New(streamCfg, opts)
+	if err != nil {
+		return err
+	}
+	changed := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { poke() }, UpdateFunc: func(any, any) { poke() }, DeleteFunc: func(any) { poke() },
+	}
+	objs := []client.Object{&kubevirtv1.VirtualMachineInstanceMigration{}, &kubevirtv1.VirtualMachineInstance{}}
+	if watchSetting {
+		objs = append(objs, &v1beta1.Setting{})
+	}
+	for _, o := range objs {
+		inf, err := ca.GetInformer(ctx, o)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ca.Start(ctx) }()
+	syncTimeout := f.requestTimeout
+	if syncTimeout == 0 {
+		syncTimeout = watchSyncTimeout
+	}
+	syncCtx, stopSync := context.WithTimeout(ctx, syncTimeout)
+	defer stopSync()
+	if !ca.WaitForCacheSync(syncCtx) {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting
+		}
+		return fmt.Errorf("the watch did not start within %s: does your user have watch (besides list) on "+
+			"virtualmachineinstancemigrations and virtualmachineinstances?", syncTimeout)
+	}
+	follower := status.NewFollower(stdout, f.output, f.allNamespaces)
+	first := true
+	for {
+		net := fixedNet
+		if watchSetting {
+			s := &v1beta1.Setting{}
+			net = status.Header(nil)
+			if err := ca.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err == nil {
+				net = status.Header(s)
+			}
+		}
+		rows, err := cachedRows(ctx, ca, namespace)
+		if err != nil {
+			return err
+		}
+		status.InferNetwork(rows, net)
+		if err := follower.Update(net, rows); err != nil {
+			return fmt.Errorf("writing output: %w", err)
+		}
+		if first && len(rows) == 0 && f.output == status.FormatTable {
+			_, _ = fmt.Fprintln(stderr, noMigrations(namespace)+" Watching for new ones; Ctrl-C stops.")
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-done:
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// cachedRows combines the cached migrations with the cached VMIs.
+func cachedRows(ctx context.Context, ca cache.Cache, namespace string) ([]status.Row, error) {
+	list := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	if err := ca.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return combineAll(list.Items, func(ns, name string) *kubevirtv1.VirtualMachineInstance {
+		vmi := &kubevirtv1.VirtualMachineInstance{}
+		if name == "" || ca.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi) != nil {
+			return nil
+		}
+		return vmi
+	}, time.Now()), nil
+}
+
+// trimVMI keeps of a cached VMI only what Combine reads: at scale the cache holds every VMI of the
+// namespace.
+func trimVMI(obj any) (any, error) {
+	vmi, ok := obj.(*kubevirtv1.VirtualMachineInstance)
+	if !ok {
+		return obj, nil
+	}
+	return &kubevirtv1.VirtualMachineInstance{
+		TypeMeta: vmi.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: vmi.Name, UID: vmi.UID,
+			ResourceVersion: vmi.ResourceVersion, DeletionTimestamp: vmi.DeletionTimestamp},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: vmi.Status.NodeName, MigrationState: vmi.Status.MigrationState},
+	}, nil
+}
+
+// explain turns an error reading the cluster into a message that says what to do.
+func explain(err error, cfg *rest.Config, f *statusFlags) string {
+	var netErr net.Error
+	switch {
+	case meta.IsNoMatchError(err) || discoveryMissing(err):
+		return fmt.Sprintf("%v\nthe cluster at %s does not serve kubevirt.io/v1 migrations: is KubeVirt installed?", err, cfg.Host)
+	case apierrors.IsForbidden(err):
+		return fmt.Sprintf("%v\nyour user needs get, list and watch on virtualmachineinstancemigrations and virtualmachineinstances (kubevirt.io) in the namespace (-n), or in all namespaces for -A", err)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Sprintf("%v\nthe API server at %s did not accept the credentials of your kubeconfig context: log in again or pick another --context", err, cfg.Host)
+	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || (errors.As(err, &netErr) && netErr.Timeout()):
+		return fmt.Sprintf("%v\nno answer from the API server at %s within --request-timeout %s", err, cfg.Host, f.requestTimeout)
+	case errors.As(err, &netErr) || strings.Contains(err.Error(), "connection refused"):
+		return fmt.Sprintf("%v\ncannot reach the API server at %s: is the cluster up, and is --kubeconfig (or --context) the right one?", err, cfg.Host)
+	}
+	return err.Error()
+}

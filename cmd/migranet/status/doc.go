@@ -1,0 +1,88 @@
+// Package status is the model behind `migranet status`: it combines a
+// VirtualMachineInstanceMigration (VMIM) with its VirtualMachineInstance's status.migrationState
+// into one row, the way oVirt's engine shows one migration from the source and destination VDSM
+// reports; it summarises the vm-migration-network Setting into one header line; and it renders
+// both as an aligned table or as JSON, once or as a stream of changes (`-w`). It reads no cluster:
+// cmd/migranet fetches the objects and hands them in.
+//
+// # Which migration state is used
+//
+// The VMI's status.migrationState describes the VMI's latest migration only; it is used when its
+// migrationUid is the VMIM's UID. Otherwise the VMIM's own status.migrationState (KubeVirt copies
+// it there) is used, if present. Neither: the migration has not started.
+//
+// # Combined state
+//
+// Rules are tried top to bottom; the first that matches gives the STATE column ("state: reason"
+// when there is a reason). "state" below is the chosen migrationState.
+//
+//	VMIM / VMI                                              STATE
+//	VMIM phase Succeeded                                    completed
+//	VMIM phase Failed, and abortStatus Succeeded, or an
+//	  abort requested whose abortStatus is not Failed       cancelled
+//	VMIM phase Failed                                       failed: <state.failureReason, else the message
+//	                                                          of a True VMIM condition, else
+//	                                                          "no reason reported">
+//	VMIM being deleted (cancel = delete)                    cancelling: migration deleted
+//	VMI not found                                           vmi missing: VirtualMachineInstance <name> not found
+//	state.abortStatus Succeeded (VMIM not Failed yet)       cancelled
+//	state.abortStatus Failed                                cancel failed: still <migrating, post-copy or paused>
+//	state.abortRequested, abortStatus Aborting, or VMIM
+//	  condition migrationAbortRequested True                cancelling
+//	state.failed (VMIM not Failed yet)                      failing: <failureReason, else "no reason reported">
+//	state.completed, target domain ready                    completing
+//	state.completed, target domain not ready yet            completing: waiting for the target
+//	target domain ready, not completed, mode not PostCopy   completing: waiting for the source
+//	VMIM phase Running, or state.startTimestamp set:
+//	  mode PostCopy                                         post-copy
+//	  mode Paused                                           paused
+//	  otherwise                                             migrating
+//	VMIM phase "" or Pending                                pending[: <message of a True blocking condition>]
+//	VMIM phase Scheduling                                   scheduling[: …]
+//	VMIM phase Scheduled                                    scheduled[: …]
+//	VMIM phase PreparingTarget                              preparing target[: …]
+//	VMIM phase TargetReady                                  target ready[: …]
+//	VMIM phase WaitingForSync                               waiting for sync[: …]
+//	VMIM phase Synchronizing                                synchronizing[: …]
+//	any other phase                                         unknown: phase <phase>
+//
+// "Target domain ready" is state.targetNodeDomainReadyTimestamp or targetState.domainReadyTimestamp.
+// A blocking condition is a True VMIM condition such as migrationRejectedByResourceQuota.
+// In watch mode a VMIM that disappears gets one last row with STATE "deleted".
+//
+// # Columns
+//
+// NAMESPACE (only with -A), NAME (the VMIM), VMI, NODES ("source → target"; "?" for a node not
+// known yet; while in flight the source is the VMI's node until the migration state names one),
+// PHASE (the VMIM's phase, <none> when unset), MODE (pre-copy, post-copy, paused, <none>), NETWORK
+// (pod or migration: state.migrationNetworkType when KubeVirt reports it; KubeVirt v1.9.0's
+// virt-handler leaves it empty, so for a migration in flight InferNetwork judges it from
+// state.targetNodeAddress, the address the target listens on (virt-handler's migration0 address
+// when it has one): inside the range of the migration network in force, migration, else pod;
+// <none> before the target has an address), ELAPSED (from
+// state.startTimestamp, else the VMIM's creation, to state.endTimestamp, else the final phase's
+// transition time, else now; kubectl's duration style: 45s, 3m12s, 2d3h; <unknown> when a
+// finished migration carries no end time), STATE (above).
+//
+// Rows are sorted in-flight first, then by creation time, then namespace and name.
+//
+// # JSON
+//
+// `-o json` prints one object: {"network": Network, "migrations": [Row, …]}. With -w every line is
+// one event object: {"type":"network","network":Network} or {"type":"migration","migration":Row};
+// the first lines describe everything, later lines only what changed.
+//
+// Row fields: namespace, name, vmi, vmiFound (bool), sourceNode, targetNode (""
+// when unknown), phase (the VMIM's phase as KubeVirt spells it), mode (PreCopy, PostCopy, Paused
+// or ""), network (Pod, Migration or ""), networkSource ("reported" by KubeVirt, judged from the
+// "address", or ""), targetAddress (state.targetNodeAddress, or ""), state (the words of the table above, before any colon),
+// reason (after the colon, or ""), inFlight (bool: the VMIM is neither Succeeded nor Failed),
+// created, started, ended (RFC 3339; started and ended are null when unknown), elapsedSeconds
+// (whole seconds, null when unknown).
+//
+// Network fields: setting (its name), mode ("pod", "migration" or "unknown"), nad (the
+// NetworkAttachmentDefinition the value renders to), applied (bool: the KubeVirt CR points at
+// it), summary (the value in short, as in `kubectl get settings`), range, ready ("True", "False"
+// or "Unknown", the Ready condition), reason and message (of Ready, or why the setting could not
+// be read), nodesAttached, nodesEligible, ipsUsed, ipsUsable (null when not reported).
+package status

@@ -1,0 +1,141 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// Modes of the migration network.
+const (
+	ModePod       = "pod"
+	ModeMigration = "migration"
+	ModeUnknown   = "unknown"
+)
+
+// Reasons of a Network whose Setting could not be read, and of one without a Ready condition.
+const (
+	ReasonNotFound  = "NotFound"
+	ReasonNoStatus  = "NoStatus"
+	ReasonForbidden = "Forbidden"
+	ReasonNoAPI     = "NotInstalled"
+	ReasonError     = "Error"
+)
+
+// Network is the header: the state of the vm-migration-network Setting. JSON names are part of the
+// CLI's interface.
+type Network struct {
+	Setting       string `json:"setting"`
+	Mode          string `json:"mode"`
+	NAD           string `json:"nad"`
+	Applied       bool   `json:"applied"`
+	Summary       string `json:"summary"`
+	Range         string `json:"range"`
+	Ready         string `json:"ready"`
+	Reason        string `json:"reason"`
+	Message       string `json:"message"`
+	NodesAttached int    `json:"nodesAttached"`
+	NodesEligible int    `json:"nodesEligible"`
+	IPsUsed       *int64 `json:"ipsUsed"`
+	IPsUsable     *int64 `json:"ipsUsable"`
+}
+
+// Header summarises the vm-migration-network Setting s; nil means it does not exist.
+func Header(s *v1beta1.Setting) Network {
+	if s == nil {
+		return Unavailable(ReasonNotFound, "setting "+v1beta1.MigrationNetwork+" not found: is migranet installed?")
+	}
+	n := Network{Setting: s.Name, Mode: ModePod, Ready: string(metav1.ConditionUnknown)}
+	if raw := settings.EffectiveValue(s); strings.TrimSpace(raw) != "" {
+		m, errs := settings.ParseMigrationNetwork(raw, nil)
+		if len(errs) > 0 || m == nil {
+			n.Mode, n.Summary = ModeUnknown, "invalid value"
+		} else {
+			n.Mode, n.Summary, n.Range = ModeMigration, m.Summary(), m.Range
+			n.NAD = settings.NADName(m.Hash())
+			n.Applied = s.Status.AppliedNetwork == n.NAD
+		}
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionReady); c != nil {
+		n.Ready, n.Reason, n.Message = string(c.Status), c.Reason, oneLine(c.Message)
+	} else {
+		n.Reason, n.Message = ReasonNoStatus, "no Ready condition yet: is the migranet manager running?"
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionConfigured); c != nil && c.Status == metav1.ConditionFalse {
+		n.Message = joinNonEmpty("; ", n.Message, fmt.Sprintf("Configured=False %s: %s", c.Reason, oneLine(c.Message)))
+	}
+	for _, node := range s.Status.Nodes {
+		n.NodesEligible++
+		if node.Reason == "" {
+			n.NodesAttached++
+		}
+	}
+	if c := s.Status.Capacity; c != nil {
+		used, usable := c.Used, c.Usable
+		n.IPsUsed, n.IPsUsable = &used, &usable
+	}
+	return n
+}
+
+// Unavailable is the header when the Setting could not be read: reason is one of the Reason
+// constants, message says why.
+func Unavailable(reason, message string) Network {
+	return Network{Setting: v1beta1.MigrationNetwork, Mode: ModeUnknown, Ready: string(metav1.ConditionUnknown),
+		Reason: reason, Message: oneLine(message)}
+}
+
+// String is the header line, e.g.
+// "Migration network: vm-migration-network-0123456789 (migration vlan 100 192.168.100.0/24): Ready, nodes 3/3 attached, IPs 3/253 used".
+func (n Network) String() string {
+	var b strings.Builder
+	b.WriteString("Migration network: ")
+	switch {
+	case n.Mode == ModePod:
+		b.WriteString("none (pod network)")
+	case n.Mode == ModeMigration:
+		fmt.Fprintf(&b, "%s (%s)", n.NAD, n.Summary)
+		if !n.Applied {
+			b.WriteString(", not applied yet")
+		}
+	case n.Summary != "":
+		fmt.Fprintf(&b, "unknown (%s)", n.Summary)
+	default:
+		b.WriteString("unknown")
+	}
+	b.WriteString(": ")
+	switch metav1.ConditionStatus(n.Ready) {
+	case metav1.ConditionTrue:
+		b.WriteString("Ready")
+	case metav1.ConditionFalse:
+		b.WriteString("NotReady")
+	default:
+		b.WriteString("Unknown")
+	}
+	if n.Ready != string(metav1.ConditionTrue) {
+		if why := joinNonEmpty(": ", n.Reason, n.Message); why != "" {
+			fmt.Fprintf(&b, " (%s)", why)
+		}
+	}
+	if n.Mode == ModeMigration {
+		fmt.Fprintf(&b, ", nodes %d/%d attached", n.NodesAttached, n.NodesEligible)
+		if n.IPsUsed != nil && n.IPsUsable != nil {
+			fmt.Fprintf(&b, ", IPs %d/%d used", *n.IPsUsed, *n.IPsUsable)
+		}
+	}
+	return b.String()
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}

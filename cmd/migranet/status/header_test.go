@@ -1,0 +1,136 @@
+package status
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+const netValue = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
+
+func nadOf(t *testing.T, value string) string {
+	t.Helper()
+	m, errs := settings.ParseMigrationNetwork(value, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return settings.NADName(m.Hash())
+}
+
+type settingOpt func(*v1beta1.Setting)
+
+func newSetting(value string, opts ...settingOpt) *v1beta1.Setting {
+	s := &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationNetwork, Generation: 2}, Value: value}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func cond(typ string, status metav1.ConditionStatus, reason, message string) settingOpt {
+	return func(s *v1beta1.Setting) {
+		s.Status.Conditions = append(s.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message})
+	}
+}
+
+func applied(nad string) settingOpt {
+	return func(s *v1beta1.Setting) { s.Status.AppliedNetwork = nad }
+}
+
+func nodes(attached, eligible int) settingOpt {
+	return func(s *v1beta1.Setting) {
+		for i := range eligible {
+			n := v1beta1.NodeMigrationStatus{Name: "node-" + string(rune('1'+i))}
+			if i < attached {
+				n.IP = "192.168.100." + string(rune('2'+i))
+			} else {
+				n.Reason = "NotRolled"
+			}
+			s.Status.Nodes = append(s.Status.Nodes, n)
+		}
+	}
+}
+
+func capacity(used, usable int64) settingOpt {
+	return func(s *v1beta1.Setting) {
+		s.Status.Capacity = &v1beta1.IPCapacity{Used: used, Usable: usable, Free: usable - used}
+	}
+}
+
+func TestHeader(t *testing.T) {
+	nad := nadOf(t, netValue)
+	tests := []struct {
+		name    string
+		net     Network
+		want    []string // substrings of the line, checked apart from the golden file
+		mode    string
+		ready   string
+		unknown bool
+	}{
+		{name: "pod-network", net: Header(newSetting("", cond(v1beta1.ConditionReady, metav1.ConditionTrue, "PodNetwork", "no migration network configured"))),
+			want: []string{"Migration network: none (pod network): Ready"}, mode: ModePod, ready: "True"},
+		{name: "pod-network-default", net: Header(func() *v1beta1.Setting {
+			s := newSetting(" ", cond(v1beta1.ConditionReady, metav1.ConditionFalse, "KubeVirtNotReady", "KubeVirt is not ready: Available=False"))
+			s.Default = ""
+			return s
+		}()), want: []string{"none (pod network): NotReady (KubeVirtNotReady: KubeVirt is not ready: Available=False)"}, mode: ModePod, ready: "False"},
+		{name: "ready", net: Header(newSetting(netValue, applied(nad), nodes(3, 3), capacity(3, 253),
+			cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", "all 3 eligible virt-handlers are on the migration network"))),
+			want: []string{nad + " (migration vlan 100 192.168.100.0/24 (-1) mtu 9000): Ready, nodes 3/3 attached, IPs 3/253 used"},
+			mode: ModeMigration, ready: "True"},
+		{name: "from-default", net: Header(func() *v1beta1.Setting {
+			s := newSetting("", applied(nad), nodes(2, 2), cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", ""))
+			s.Default = netValue
+			return s
+		}()), want: []string{nad + " (migration", "Ready, nodes 2/2 attached"}, mode: ModeMigration, ready: "True"},
+		{name: "nodes-not-attached", net: Header(newSetting(netValue, applied(nad), nodes(1, 3), capacity(1, 253),
+			cond(v1beta1.ConditionReady, metav1.ConditionFalse, "NodesNotAttached", "1 of 3 virt-handlers are on the migration network "+nad))),
+			want: []string{"NotReady (NodesNotAttached: 1 of 3 virt-handlers", "nodes 1/3 attached", "IPs 1/253 used"}, mode: ModeMigration, ready: "False"},
+		{name: "not-applied", net: Header(newSetting(netValue, applied("vm-migration-network-0000000000"),
+			cond(v1beta1.ConditionConfigured, metav1.ConditionFalse, "KubeVirtNotFound", "no KubeVirt CR in namespace kubevirt"),
+			cond(v1beta1.ConditionReady, metav1.ConditionFalse, "NotApplied", "the settings controller has not applied the current value yet"))),
+			want: []string{", not applied yet: NotReady (NotApplied: ", "; Configured=False KubeVirtNotFound: no KubeVirt CR", "nodes 0/0 attached"},
+			mode: ModeMigration, ready: "False"},
+		{name: "no-status", net: Header(newSetting(netValue)),
+			want: []string{"not applied yet: Unknown (NoStatus: no Ready condition yet: is the migranet manager running?)"}, mode: ModeMigration, ready: "Unknown"},
+		{name: "invalid-value", net: Header(newSetting(`{"vlan":`, cond(v1beta1.ConditionReady, metav1.ConditionFalse, "InvalidValue", "the setting's value does not parse"))),
+			want: []string{"Migration network: unknown (invalid value): NotReady (InvalidValue: "}, mode: ModeUnknown, ready: "False"},
+		{name: "not-found", net: Header(nil), want: []string{"Migration network: unknown: Unknown (NotFound: setting vm-migration-network not found: is migranet installed?)"},
+			mode: ModeUnknown, ready: "Unknown"},
+		{name: "forbidden", net: Unavailable(ReasonForbidden, `settings.migranet.io "vm-migration-network" is forbidden: User "dev" cannot get resource "settings"`),
+			want: []string{"unknown: Unknown (Forbidden: settings.migranet.io"}, mode: ModeUnknown, ready: "Unknown"},
+	}
+	seen := map[string]bool{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			seen[tc.name] = true
+			line := tc.net.String()
+			for _, w := range tc.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("header lacks %q:\n%s", w, line)
+				}
+			}
+			if strings.Contains(line, "\n") {
+				t.Errorf("header spans lines: %q", line)
+			}
+			if tc.net.Mode != tc.mode || tc.net.Ready != tc.ready {
+				t.Errorf("mode %q ready %q, want %q %q", tc.net.Mode, tc.net.Ready, tc.mode, tc.ready)
+			}
+			raw, err := json.MarshalIndent(tc.net, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "header-"+tc.name, line+"\n"+string(raw)+"\n")
+		})
+	}
+	for name := range goldenNames(t, "header-") {
+		if !seen[strings.TrimPrefix(name, "header-")] {
+			t.Errorf("testdata/%s.golden has no case", name)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// isolate keeps the test away from the machine's own kubeconfig and in-cluster configuration.
+func isolate(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", filepath.Join(home, "none"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	return home
+}
+
+// writeKubeconfig writes a kubeconfig whose current context "main" points at server with
+// namespace ns ("" for none); context "other" has namespace "other-ns".
+func writeKubeconfig(t *testing.T, dir, server, ns string) string {
+	t.Helper()
+	path := filepath.Join(dir, "kubeconfig")
+	nsLine := ""
+	if ns != "" {
+		nsLine = "\n    namespace: " + ns
+	}
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: %q, insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: not-a-real-token}
+contexts:
+- name: main
+  context:
+    cluster: c
+    user: u%s
+- name: other
+  context: {cluster: c, user: u, namespace: other-ns}
+current-context: main
+`, server, nsLine)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// silentServer accepts connections on loopback and never answers.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		<-done
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+func runS(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := statusMain(ctx, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestStatusErrors(t *testing.T) {
+	home := isolate(t)
+	unreachable := writeKubeconfig(t, t.TempDir(), "https://"+closedPort(t), "")
+	silent := writeKubeconfig(t, t.TempDir(), "https://"+silentServer(t), "")
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		code   int
+		stderr []string
+	}{
+		{name: "help", args: []string{"-h"}, code: 0, stderr: []string{"Usage: migranet status", "--all-namespaces", "Exit status"}},
+		{name: "bad output", args: []string{"-o", "yaml"}, code: 2, stderr: []string{`-o "yaml": the output format must be one of table, json`, "migranet status -h"}},
+		{name: "bad joined output", args: []string{"-owide"}, code: 2, stderr: []string{`-o "wide"`}},
+		{name: "argument", args: []string{"my-vmim"}, code: 2, stderr: []string{`unexpected argument "my-vmim"`, "-n NAMESPACE"}},
+		{name: "unknown flag", args: []string{"--selector", "a=b"}, code: 2, stderr: []string{"flag provided but not defined: -selector"}},
+		{name: "namespace without value", args: []string{"-n"}, code: 2, stderr: []string{"flag needs an argument: -n"}},
+		{name: "empty namespace", args: []string{"--namespace="}, code: 2, stderr: []string{"needs a namespace name"}},
+		{name: "bad timeout", args: []string{"--request-timeout", "soon"}, code: 2, stderr: []string{`--request-timeout "soon"`}},
+		{name: "negative timeout", args: []string{"--request-timeout=-5s"}, code: 2, stderr: []string{"--request-timeout"}},
+		{name: "missing kubeconfig file", args: []string{"--kubeconfig", filepath.Join(home, "nope")}, code: 2,
+			stderr: []string{"--kubeconfig " + filepath.Join(home, "nope") + ": no such file or directory"}},
+		{name: "no configuration anywhere", code: 2, stderr: []string{"no cluster configured: pass --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config"}},
+		{name: "unknown context", args: []string{"--kubeconfig", unreachable, "--context", "nope"}, code: 2,
+			stderr: []string{"--context nope: no such context"}},
+		{name: "unreachable", args: []string{"--kubeconfig", unreachable}, code: 1,
+			stderr: []string{"cannot reach the API server at https://127.0.0.1:", "--kubeconfig"}},
+		{name: "unreachable through KUBECONFIG", env: map[string]string{"KUBECONFIG": unreachable}, code: 1,
+			stderr: []string{"cannot reach the API server"}},
+		{name: "no answer", args: []string{"--kubeconfig", silent, "--request-timeout", "1"}, code: 1,
+			stderr: []string{"no answer from the API server", "within --request-timeout 1s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, stdout, stderr := runS(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstderr:\n%s", code, tc.code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout should be empty:\n%s", stdout)
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+			if n := strings.Count(stderr, "migranet status: "); tc.code != 0 && n != 1 {
+				t.Errorf("the error should be reported once, got %d times:\n%s", n, stderr)
+			}
+		})
+	}
+}
+
+// TestStatusNamespace checks which namespace is listed, the way kubectl picks it.
+func TestStatusNamespace(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	withNS := writeKubeconfig(t, dir, "https://127.0.0.1:1", "team-a")
+	withoutNS := writeKubeconfig(t, t.TempDir(), "https://127.0.0.1:1", "")
+	tests := []struct {
+		name string
+		args []string
+		env  string // KUBECONFIG
+		want string
+	}{
+		{name: "context namespace", args: []string{"--kubeconfig", withNS}, want: "team-a"},
+		{name: "no context namespace", args: []string{"--kubeconfig", withoutNS}, want: "default"},
+		{name: "from KUBECONFIG", env: withNS, want: "team-a"},
+		{name: "-n wins", args: []string{"--kubeconfig", withNS, "-n", "b"}, want: "b"},
+		{name: "joined -n", args: []string{"--kubeconfig", withNS, "-nb"}, want: "b"},
+		{name: "--namespace=", args: []string{"--kubeconfig", withNS, "--namespace=c"}, want: "c"},
+		{name: "other context", args: []string{"--kubeconfig", withNS, "--context", "other"}, want: "other-ns"},
+		{name: "-A wins over -n", args: []string{"--kubeconfig", withNS, "-n", "b", "-A"}, want: ""},
+		{name: "--all-namespaces", args: []string{"--kubeconfig", withNS, "--all-namespaces"}, want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("KUBECONFIG", tc.env)
+			}
+			f, err := parseStatusFlags(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, ns, err := loadClientConfig(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ns != tc.want {
+				t.Errorf("namespace %q, want %q", ns, tc.want)
+			}
+			if cfg.Host != "https://127.0.0.1:1" {
+				t.Errorf("host %q", cfg.Host)
+			}
+		})
+	}
+}
+
+func TestKubectlShortFlags(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{[]string{"-ojson"}, []string{"-o", "json"}},
+		{[]string{"-nprod", "-w"}, []string{"-n", "prod", "-w"}},
+		{[]string{"-Aw"}, []string{"-A", "-w"}},
+		{[]string{"-wA", "-o=json"}, []string{"-w", "-A", "-o=json"}},
+		{[]string{"--output", "json", "-n", "x"}, []string{"--output", "json", "-n", "x"}},
+		{[]string{"-h", "-A", "-w"}, []string{"-h", "-A", "-w"}},
+		{[]string{"-Ax"}, []string{"-Ax"}},
+		{[]string{"--", "-ojson"}, []string{"--", "-ojson"}},
+	}
+	for _, tc := range tests {
+		if got := kubectlShortFlags(tc.in); gocmp.Diff(tc.want, got) != "" {
+			t.Errorf("%q → %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseRequestTimeout(t *testing.T) {
+	good := map[string]time.Duration{"0": 0, "5": 5 * time.Second, "30s": 30 * time.Second, "1m": time.Minute, "250ms": 250 * time.Millisecond}
+	for in, want := range good {
+		if got, err := parseRequestTimeout(in); err != nil || got != want {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "soon", "-1", "-2s", "1.5"} {
+		if _, err := parseRequestTimeout(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func TestTrimVMI(t *testing.T) {
+	state := &kubevirtv1.VirtualMachineInstanceMigrationState{MigrationUID: "u", SourceNode: "a", TargetNode: "b", Mode: kubevirtv1.MigrationPostCopy}
+	vmi := &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm", UID: "x", ResourceVersion: "7", Labels: map[string]string{"big": "label"}},
+		Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
+			Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{}}}, NodeSelector: map[string]string{"a": "b"}},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: "a", MigrationState: state, Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "eth0"}}},
+	}
+	out, err := trimVMI(vmi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*kubevirtv1.VirtualMachineInstance)
+	want := &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm", UID: "x", ResourceVersion: "7"},
+		Status:     kubevirtv1.VirtualMachineInstanceStatus{NodeName: "a", MigrationState: state},
+	}
+	if d := gocmp.Diff(want, got); d != "" {
+		t.Errorf("trimmed VMI (-want +got):\n%s", d)
+	}
+	if other, _ := trimVMI("not a vmi"); other != "not a vmi" {
+		t.Errorf("other objects must pass through, got %v", other)
+	}
+}

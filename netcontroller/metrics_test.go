@@ -1,0 +1,167 @@
+package netcontroller
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// observeInto runs what Reconcile runs between reading the cache and writing the status, and
+// feeds the result to m; it returns the conditions Reconcile would write.
+func observeInto(t *testing.T, m *Metrics, value string, pods ...*corev1.Pod) []metav1.Condition {
+	t.Helper()
+	mn := parse(t, value)
+	s := &v1beta1.Setting{Value: value, Status: v1beta1.SettingStatus{AppliedHash: mn.Hash()}}
+	in := Input{Namespace: "kubevirt", Nodes: []*corev1.Node{node("n1", nil), node("n2", nil), node("n3", nil)}, Pods: pods}
+	if mn != nil {
+		in.Network, in.Range = "net-a", netip.MustParsePrefix("192.168.100.0/24")
+	}
+	snap := judge(s, mn, kubeVirt("True", KubeVirtReadyReason), Observe(in))
+	conds, _, capacity := statusOf(snap, mn, Observe(in))
+	m.observed(snap, capacity)
+	return conds
+}
+
+func TestGaugesFollowObservations(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := func(name, nodeName, networks, ip string) *corev1.Pod {
+		return handlerPod(name, nodeName, networks, ip, true)
+	}
+
+	// Rolling out: n3's virt-handler is still on the old network.
+	observeInto(t, m, valueA, h("h1", "n1", "net-a@migration0", "192.168.100.2"), h("h2", "n2", "net-a@migration0", "192.168.100.3"),
+		h("h3", "n3", "net-old@migration0", ""))
+	want := `
+# HELP migranet_migration_network_addresses Addresses of the migration range: assignable (kind=usable) and held by virt-handler pods (kind=used); absent while no migration network is configured.
+# TYPE migranet_migration_network_addresses gauge
+migranet_migration_network_addresses{kind="usable"} 254
+migranet_migration_network_addresses{kind="used"} 2
+# HELP migranet_migration_network_configured 1 when the vm-migration-network setting asks for a migration network, 0 when migrations use the pod network.
+# TYPE migranet_migration_network_configured gauge
+migranet_migration_network_configured 1
+# HELP migranet_migration_network_nodes Nodes eligible for virt-handler (state=eligible) and those of them attached to the migration network with an address in its range (state=attached); absent while no migration network is configured.
+# TYPE migranet_migration_network_nodes gauge
+migranet_migration_network_nodes{state="attached"} 2
+migranet_migration_network_nodes{state="eligible"} 3
+# HELP migranet_migration_network_ready 1 when the vm-migration-network setting is Ready (every eligible node attached, or no migration network and KubeVirt available), else 0.
+# TYPE migranet_migration_network_ready gauge
+migranet_migration_network_ready 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), MetricAddresses, MetricConfigured, MetricNodes, MetricReady); err != nil {
+		t.Errorf("rolling out: %v", err)
+	}
+
+	// Rolled out.
+	observeInto(t, m, valueA, h("h1", "n1", "net-a@migration0", "192.168.100.2"), h("h2", "n2", "net-a@migration0", "192.168.100.3"),
+		h("h3", "n3", "net-a@migration0", "192.168.100.4"))
+	for name, tc := range map[string]struct {
+		c    prometheus.Collector
+		want float64
+	}{
+		"ready": {m.ready.WithLabelValues(), 1}, "attached": {m.nodes.WithLabelValues("attached"), 3},
+		"used": {m.addresses.WithLabelValues("used"), 3}, "usable": {m.addresses.WithLabelValues("usable"), 254},
+	} {
+		if got := testutil.ToFloat64(tc.c); got != tc.want {
+			t.Errorf("rolled out: %s = %v, want %v", name, got, tc.want)
+		}
+	}
+
+	// Disabled: migrations use the pod network; the node and address series go away.
+	observeInto(t, m, "", h("h1", "n1", "", ""))
+	if got := testutil.ToFloat64(m.configured.WithLabelValues()); got != 0 {
+		t.Errorf("disabled: configured = %v, want 0", got)
+	}
+	if got := testutil.ToFloat64(m.ready.WithLabelValues()); got != 1 {
+		t.Errorf("disabled with KubeVirt available: ready = %v, want 1", got)
+	}
+	if n := testutil.CollectAndCount(m.nodes) + testutil.CollectAndCount(m.addresses); n != 0 {
+		t.Errorf("disabled: %d node/address series left, want none", n)
+	}
+}
+
+func TestGaugesAbsentBeforeTheFirstObservation(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.init()
+	n, err := testutil.GatherAndCount(reg, MetricReady, MetricConfigured, MetricNodes, MetricAddresses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("a replica that observed nothing (not the leader) exports %d gauge series, want 0", n)
+	}
+	m.step(StepStatus, errors.New("conflict"))
+	if n := testutil.CollectAndCount(m.ready) + testutil.CollectAndCount(m.nodes); n != 0 {
+		t.Errorf("counting a step created %d gauge series", n)
+	}
+	steps, err := testutil.GatherAndCount(reg, settings.MetricReconcileSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps != 6 { // observe, status, cleanup x success, error
+		t.Errorf("reconcile step series = %d, want 6", steps)
+	}
+}
+
+func TestNilMetricsIsSafe(t *testing.T) {
+	var m *Metrics
+	m.init()
+	m.step(StepObserve, nil)
+	m.observed(&Snapshot{Configured: true, Ready: true}, &v1beta1.IPCapacity{Usable: 1})
+}
+
+func TestEventsOnTransitionsOnly(t *testing.T) {
+	stored := []metav1.Condition{
+		{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNodesNotAttached, Message: "1 of 3"},
+		{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionTrue, Reason: ReasonSufficient},
+	}
+	cases := []struct {
+		name  string
+		conds []metav1.Condition
+		want  []string
+	}{
+		{"rollout progresses: message only", []metav1.Condition{
+			{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNodesNotAttached, Message: "2 of 3"},
+			{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionTrue, Reason: ReasonSufficient, Message: "250 free"},
+		}, nil},
+		{"rollout done", []metav1.Condition{
+			{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "all 3"},
+		}, []string{"Normal AllNodesAttached all 3"}},
+		{"KubeVirt breaks and capacity runs low", []metav1.Condition{
+			{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonKubeVirtNotReady, Message: "kv"},
+			{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionFalse, Reason: ReasonLowCapacity, Message: "only 1"},
+		}, []string{"Warning KubeVirtNotReady kv", "Warning LowCapacity only 1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			r := &Controller{Recorder: rec}
+			r.recordTransitions(&v1beta1.Setting{Status: v1beta1.SettingStatus{Conditions: stored}}, tc.conds)
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("events = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,220 @@
+package certs
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	webhookcerts "github.com/migranet/migranet/webhook/certs"
+)
+
+// serviceName is the webhook Service the serving certificates name.
+const serviceName = "migranet-webhook"
+
+// replica is a Rotator with a TLS server on loopback that answers admission reviews the way
+// migranet's webhook server would: from the Rotator's in-memory certificate.
+type replica struct {
+	rot  *webhookcerts.Rotator
+	addr string
+}
+
+// URL is where the API server reaches the replica's admission handler.
+func (r *replica) URL() string { return "https://" + r.addr + "/validate" }
+
+// startReplica runs a Rotator and its TLS server until the spec ends.
+func startReplica(name string, cfg *rest.Config, opts webhookcerts.Options) *replica {
+	GinkgoHelper()
+	rot, err := webhookcerts.New(cfg, opts)
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = ctrl.LoggerInto(ctx, GinkgoLogr.WithName(name))
+	done := make(chan error, 1)
+	go func() { done <- rot.Start(ctx) }()
+
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	rot.ConfigureTLS(tlsCfg)
+	l, err := tls.Listen("tcp", "127.0.0.1:0", tlsCfg)
+	Expect(err).NotTo(HaveOccurred())
+	mux := http.NewServeMux()
+	mux.HandleFunc("/validate", admit)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(GinkgoWriter, name+" server: ", 0)}
+	go func() { _ = srv.Serve(l) }()
+	DeferCleanup(func() {
+		_ = srv.Close()
+		cancel()
+		Eventually(done).WithTimeout(10*time.Second).Should(Receive(BeNil()), "Rotator.Start of %s returned an error", name)
+	})
+	return &replica{rot: rot, addr: l.Addr().String()}
+}
+
+// admit allows everything but objects named deny-me.
+func admit(w http.ResponseWriter, req *http.Request) {
+	review := &admissionv1.AdmissionReview{}
+	if err := json.NewDecoder(req.Body).Decode(review); err != nil || review.Request == nil {
+		http.Error(w, "not an admission review", http.StatusBadRequest)
+		return
+	}
+	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: review.Request.Name != "deny-me"}
+	if !resp.Allowed {
+		resp.Result = &metav1.Status{Code: http.StatusForbidden, Message: "refused by the certificate test webhook"}
+	}
+	review.Request, review.Response = nil, resp
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(review)
+}
+
+// namespace creates a namespace for the spec and deletes it afterwards.
+func namespace(ctx context.Context) string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "certs-"}}
+	Expect(cl.Client.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, ns))).To(Succeed()) })
+	return ns.Name
+}
+
+// emptySecret creates the Secret as migranet's manifests ship it for the built-in issuer.
+func emptySecret(ctx context.Context, ns, name string) {
+	GinkgoHelper()
+	Expect(cl.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: {}, corev1.TLSPrivateKeyKey: {}},
+	})).To(Succeed())
+}
+
+// webhookConfiguration registers one webhook per URL for ConfigMap creation in target, with no
+// CA bundle, and deletes it afterwards.
+func webhookConfiguration(ctx context.Context, name, target string, urls ...string) {
+	GinkgoHelper()
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	none, fail, timeout := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail, int32(5)
+	for i, url := range urls {
+		cfg.Webhooks = append(cfg.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name:         fmt.Sprintf("r%d.certs.migranet.io", i),
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: target}},
+			SideEffects:             &none,
+			FailurePolicy:           &fail,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		})
+	}
+	Expect(cl.Client.Create(ctx, cfg)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, cfg))).To(Succeed()) })
+}
+
+// narrowUser returns a client configuration for a user allowed what migranet's manifests allow:
+// get, list and watch (and, for the issuer, update) on the one Secret, and, for the issuer, get,
+// list, watch, update and patch on the one webhook configuration.
+func narrowUser(ctx context.Context, user, ns, secret, webhookCfg string, issuer bool) *rest.Config {
+	GinkgoHelper()
+	verbs := []string{"get", "list", "watch"}
+	if issuer {
+		verbs = append(verbs, "update")
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+	objs := []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secret}, Verbs: verbs}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user}},
+	}
+	if issuer {
+		objs = append(objs,
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{admissionregistrationv1.GroupName}, Resources: []string{"validatingwebhookconfigurations"},
+					ResourceNames: []string{webhookCfg}, Verbs: []string{"get", "list", "watch", "update", "patch"}}}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}, Subjects: subject,
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user}})
+	}
+	for _, o := range objs {
+		Expect(cl.Client.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, o))).To(Succeed()) })
+	}
+	path, err := cl.WriteKubeconfig(user, user)
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	Expect(err).NotTo(HaveOccurred())
+	return cfg
+}
+
+// handshake opens a TLS connection to addr trusting only pool and returns the served leaf.
+func handshake(addr, serverName string, pool *x509.CertPool) (*x509.Certificate, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// servedLeaf returns what addr serves, without verifying it.
+func servedLeaf(addr string) (*x509.Certificate, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only reads what is served
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// poolOf returns a pool of the PEM certificates in bundle.
+func poolOf(bundle []byte) *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(bundle)
+	return pool
+}
+
+// bundles returns the CA bundle of every webhook of a configuration; an error when they differ.
+func bundleOf(ctx context.Context, name string) ([]byte, error) {
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
+		return nil, err
+	}
+	if len(cfg.Webhooks) == 0 {
+		return nil, errors.New("no webhooks")
+	}
+	first := cfg.Webhooks[0].ClientConfig.CABundle
+	for _, w := range cfg.Webhooks[1:] {
+		if string(w.ClientConfig.CABundle) != string(first) {
+			return nil, fmt.Errorf("webhook %s carries another bundle than %s", w.Name, cfg.Webhooks[0].Name)
+		}
+	}
+	return first, nil
+}
+
+// secretData reads the certificate Secret.
+func secretData(ctx context.Context, ns, name string) map[string][]byte {
+	GinkgoHelper()
+	s := &corev1.Secret{}
+	Expect(cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+	return s.Data
+}
+
+// readyCheck calls a Rotator's readiness check.
+func readyCheck(r *replica) error { return r.rot.ReadyCheck(nil) }

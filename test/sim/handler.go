@@ -1,0 +1,440 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/migranet/migranet/test/cluster"
+)
+
+// Annotations on a VirtualMachineInstanceMigration that script the stand-in for a scenario.
+const (
+	// HandlerModeAnnotation "PostCopy" makes the source switch the running migration to post-copy.
+	HandlerModeAnnotation = "handler.sim.migranet.io/mode"
+	// HandlerHoldAnnotation "true" keeps the migration running (never completed) until removed.
+	HandlerHoldAnnotation = "handler.sim.migranet.io/hold"
+)
+
+// HandlerServiceAccount is virt-handler's service account: the stand-in writes only with tokens
+// of it bound to the virt-handler pod of the node it acts for.
+const HandlerServiceAccount = "kubevirt-handler"
+
+// VirtHandlerStandIn plays, for every node, the part of KubeVirt's virt-handler that shows in the
+// API (see the package documentation). Its writes are merge patches of VirtualMachineInstances,
+// each made as the virt-handler of the node concerned.
+type VirtHandlerStandIn struct {
+	// Client reads VMIs, migrations and virt-handler pods (a cache is fine).
+	Client client.Client
+	// Clientset asks for virt-handler tokens (TokenRequest bound to a virt-handler pod).
+	Clientset kubernetes.Interface
+	// Config locates the API server; its credentials are never used for writes.
+	Config *rest.Config
+	// Namespace is KubeVirt's, where the virt-handler pods run.
+	Namespace string
+	// MigrationTime is how long a migration runs between its start and its completion.
+	MigrationTime time.Duration
+
+	mu    sync.Mutex
+	nodes map[string]*nodeIdentity
+}
+
+// nodeIdentity is one node's virt-handler credentials.
+type nodeIdentity struct {
+	pod    types.UID
+	issued time.Time
+	client client.Client
+}
+
+// tokenTTL is the lifetime of a virt-handler token; it is renewed well before.
+const tokenTTL = time.Hour
+
+// SetupWithManager registers the stand-in with a manager.
+func (h *VirtHandlerStandIn) SetupWithManager(mgr ctrl.Manager) error {
+	h.nodes = map[string]*nodeIdentity{}
+	toVMI := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		m, ok := o.(*kubevirtv1.VirtualMachineInstanceMigration)
+		if !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.VMIName}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("sim-virt-handler").
+		For(&kubevirtv1.VirtualMachineInstance{}).
+		Watches(&kubevirtv1.VirtualMachineInstanceMigration{}, toVMI).
+		Complete(h)
+}
+
+// Reconcile takes the VMI one step, as the virt-handler of the node whose turn it is.
+func (h *VirtHandlerStandIn) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if err := h.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := h.endLauncher(ctx, vmi); err != nil {
+		return reconcile.Result{}, err
+	}
+	node, patch, after, err := h.step(ctx, vmi)
+	if err != nil || patch == nil {
+		return reconcile.Result{RequeueAfter: after}, err
+	}
+	err = h.patchAs(ctx, node, vmi, patch)
+	if errors.Is(err, errStale) {
+		// The cache has not caught up with the VMI yet: decide again on the newer version.
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	return reconcile.Result{RequeueAfter: after}, err
+}
+
+// errStale means the VMI changed between the decision and the write.
+var errStale = errors.New("VMI changed since it was read")
+
+// step decides the next write: which node's virt-handler makes it and the merge patch; nil when
+// there is nothing to do (after, when set, is when to look again).
+func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (string, map[string]any, time.Duration, error) {
+	st := &vmi.Status
+	switch {
+	case vmi.IsFinal() || st.NodeName == "":
+		return "", nil, 0, nil
+	case vmi.DeletionTimestamp != nil:
+		// The domain is shut down: the VMI ends.
+		return st.NodeName, status(map[string]any{"phase": kubevirtv1.Succeeded}), 0, nil
+	case st.Phase == kubevirtv1.Scheduled:
+		return st.NodeName, startDomain(vmi), 0, nil
+	case st.Phase != kubevirtv1.Running || st.MigrationState == nil:
+		return "", nil, 0, nil
+	}
+	ms := st.MigrationState
+	var vmim *kubevirtv1.VirtualMachineInstanceMigration
+	if !ms.Completed && !ms.Failed {
+		var err error
+		if vmim, err = h.migration(ctx, vmi); err != nil {
+			return "", nil, 0, err
+		}
+	}
+	if patch := sourceStep(vmi, vmim); patch != nil {
+		return ms.SourceNode, patch, 0, nil
+	}
+	target := ms.TargetNode
+	if target == "" || vmi.Labels[kubevirtv1.MigrationTargetNodeNameLabel] != target {
+		return "", nil, 0, nil
+	}
+	patch, after, err := h.targetStep(ctx, vmi, vmim)
+	return target, patch, after, err
+}
+
+// sourceStep is the source's next write, or nil: it starts the migration once the target
+// listens, switches it to post-copy when the scenario asks, and aborts it on request.
+func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration) map[string]any {
+	ms := vmi.Status.MigrationState
+	if ms.SourceNode != vmi.Status.NodeName || ms.TargetNodeAddress == "" || ms.Completed || ms.Failed {
+		return nil
+	}
+	switch {
+	case ms.AbortRequested && ms.AbortStatus == "":
+		return migrationState(map[string]any{
+			"abortStatus": kubevirtv1.MigrationAbortSucceeded, "failed": true,
+			"endTimestamp": metav1.Now(), "failureReason": "Live migration aborted",
+		})
+	case ms.StartTimestamp == nil:
+		return migrationState(map[string]any{"startTimestamp": metav1.Now(), "mode": kubevirtv1.MigrationPreCopy})
+	case vmim != nil && vmim.Annotations[HandlerModeAnnotation] == string(kubevirtv1.MigrationPostCopy) && ms.Mode != kubevirtv1.MigrationPostCopy:
+		return migrationState(map[string]any{"mode": kubevirtv1.MigrationPostCopy})
+	}
+	return nil
+}
+
+// targetStep is the target's next write, or nil: it advertises its address and ports, reports
+// the domain running there (in post-copy, or once the migration ends), takes the VMI over,
+// marks the migration completed, and finally drops the VMI.
+func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration) (map[string]any, time.Duration, error) {
+	ms := vmi.Status.MigrationState
+	switch {
+	case ms.EndTimestamp != nil && (ms.Completed || ms.Failed):
+		return map[string]any{"metadata": map[string]any{
+			"labels":      map[string]any{kubevirtv1.MigrationTargetNodeNameLabel: nil},
+			"annotations": map[string]any{kubevirtv1.CreateMigrationTarget: nil},
+		}}, 0, nil
+	case ms.Completed || ms.Failed:
+		return nil, 0, nil
+	case ms.TargetNodeAddress == "":
+		p, err := h.prepareTarget(ctx, ms.TargetNode)
+		if p == nil && err == nil {
+			return nil, time.Second, nil // the target's virt-handler is not running yet
+		}
+		return p, 0, err
+	case ms.StartTimestamp == nil || vmim == nil:
+		return nil, 0, nil
+	case ms.EndTimestamp != nil:
+		return migrationState(map[string]any{"completed": true}), 0, nil
+	case ms.Mode == kubevirtv1.MigrationPostCopy && ms.TargetNodeDomainReadyTimestamp == nil:
+		// In post-copy the VM already runs on the target while its memory follows.
+		return migrationState(map[string]any{"targetNodeDomainDetected": true, "targetNodeDomainReadyTimestamp": metav1.Now()}), 0, nil
+	case vmim.Annotations[HandlerHoldAnnotation] == "true":
+		return nil, 0, nil
+	}
+	if left := h.MigrationTime - time.Since(ms.StartTimestamp.Time); left > 0 {
+		return nil, left, nil
+	}
+	return completeOnTarget(vmi), 0, nil
+}
+
+// endLauncher lets the virt-launcher pod whose domain has gone end, as its processes would: the
+// source's once a migration completed, the target's once one failed. This is kubelet's report
+// (kwok's, see cluster.ProcessesExitedAnnotation), not a virt-handler write.
+func (h *VirtHandlerStandIn) endLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+	ms := vmi.Status.MigrationState
+	if ms == nil || ms.EndTimestamp == nil {
+		return nil
+	}
+	name := ""
+	switch {
+	case ms.Failed:
+		name = ms.TargetPod
+	case ms.Completed:
+		name = ms.SourcePod
+	}
+	if name == "" {
+		return nil
+	}
+	pod := &corev1.Pod{}
+	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: vmi.Namespace, Name: name}, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pod.Annotations[cluster.ProcessesExitedAnnotation] == "true" || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return nil
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[cluster.ProcessesExitedAnnotation] = "true"
+	return client.IgnoreNotFound(h.Client.Patch(ctx, pod, patch))
+}
+
+// startDomain is what virt-handler reports once the domain runs: phase Running, no SELinux, the
+// migration method and transport, and the VMI live-migratable.
+func startDomain(vmi *kubevirtv1.VirtualMachineInstance) map[string]any {
+	conds := append([]kubevirtv1.VirtualMachineInstanceCondition(nil), vmi.Status.Conditions...)
+	found := false
+	for _, c := range conds {
+		found = found || c.Type == kubevirtv1.VirtualMachineInstanceIsMigratable
+	}
+	if !found {
+		conds = append(conds, kubevirtv1.VirtualMachineInstanceCondition{
+			Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(),
+		})
+	}
+	return status(map[string]any{
+		"phase": kubevirtv1.Running, "selinuxContext": "none", "conditions": conds,
+		"migrationMethod": kubevirtv1.LiveMigration, "migrationTransport": kubevirtv1.MigrationTransportUnix,
+	})
+}
+
+// completeOnTarget is the target's acknowledgement of a completed migration: the domain runs
+// there, and the VMI now belongs to the target node.
+func completeOnTarget(vmi *kubevirtv1.VirtualMachineInstance) map[string]any {
+	now := metav1.Now()
+	ms := map[string]any{"endTimestamp": now, "targetNodeDomainDetected": true}
+	if vmi.Status.MigrationState.TargetNodeDomainReadyTimestamp == nil {
+		ms["targetNodeDomainReadyTimestamp"] = now
+	}
+	target := vmi.Status.MigrationState.TargetNode
+	return map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{kubevirtv1.NodeNameLabel: target}},
+		"status":   map[string]any{"nodeName": target, "migrationState": ms, "migrationTransport": kubevirtv1.MigrationTransportUnix},
+	}
+}
+
+// prepareTarget advertises where the target listens: the migration0 address of the node's
+// virt-handler when the migration network is attached, else its pod IP, and the proxy's ports.
+func (h *VirtHandlerStandIn) prepareTarget(ctx context.Context, node string) (map[string]any, error) {
+	pod, err := h.handlerPod(ctx, node)
+	if err != nil || pod == nil {
+		return nil, err
+	}
+	addr := migrationAddress(pod)
+	if addr == "" {
+		return nil, nil
+	}
+	base := 30000 + rand.IntN(20000)
+	ports := map[string]int{strconv.Itoa(base): 0, strconv.Itoa(base + 1): 49152, strconv.Itoa(base + 2): 49153}
+	return migrationState(map[string]any{"targetNodeAddress": addr, "targetDirectMigrationNodePorts": ports}), nil
+}
+
+// migrationAddress is the virt-handler pod's migration0 address, or its pod IP without one.
+func migrationAddress(pod *corev1.Pod) string {
+	if statuses, err := nadutils.GetNetworkStatus(pod); err == nil {
+		for _, s := range statuses {
+			if s.Interface == MigrationInterface && len(s.IPs) > 0 {
+				if a, err := netip.ParseAddr(s.IPs[0]); err == nil {
+					return a.String()
+				}
+			}
+		}
+	}
+	return pod.Status.PodIP
+}
+
+// migration finds the VMIM the VMI's migration state names.
+func (h *VirtHandlerStandIn) migration(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*kubevirtv1.VirtualMachineInstanceMigration, error) {
+	list := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	if err := h.Client.List(ctx, list, client.InNamespace(vmi.Namespace)); err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if list.Items[i].UID == vmi.Status.MigrationState.MigrationUID {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// handlerPod is the running virt-handler pod on node, or nil.
+func (h *VirtHandlerStandIn) handlerPod(ctx context.Context, node string) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := h.Client.List(ctx, pods, client.InNamespace(h.Namespace), client.MatchingLabels{VirtHandlerLabel: VirtHandlerName}); err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// patchAs applies the merge patch to the VMI and writes it back with an update, as virt-handler
+// writes (its RBAC allows update, not patch), as node's virt-handler. The object is read afresh
+// and untyped (with a list: virt-handler's RBAC has no get), so fields this module's KubeVirt API
+// does not know survive; a VMI changed since the decision is left for the next reconcile.
+func (h *VirtHandlerStandIn) patchAs(ctx context.Context, node string, vmi *kubevirtv1.VirtualMachineInstance, patch map[string]any) error {
+	c, err := h.identity(ctx, node)
+	if err != nil {
+		return err
+	}
+	// virt-handler may list and watch VMIs but not get them: read the one VMI with a list.
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(kubevirtv1.SchemeGroupVersion.WithKind("VirtualMachineInstanceList"))
+	err = c.List(ctx, list, client.InNamespace(vmi.Namespace), client.MatchingFields{"metadata.name": vmi.Name})
+	if err == nil && (len(list.Items) != 1 || list.Items[0].GetResourceVersion() != vmi.ResourceVersion) {
+		return errStale
+	}
+	if err == nil {
+		u := &list.Items[0]
+		// Round-trip through JSON so the patch's typed values (times, enums) become plain JSON.
+		var raw []byte
+		if raw, err = json.Marshal(patch); err == nil {
+			var plain map[string]any
+			if err = json.Unmarshal(raw, &plain); err == nil {
+				mergePatch(u.Object, plain)
+				err = c.Update(ctx, u)
+			}
+		}
+	}
+	if apierrors.IsUnauthorized(err) {
+		h.forget(node)
+	}
+	if apierrors.IsConflict(err) {
+		return errStale
+	}
+	if err != nil {
+		return fmt.Errorf("virt-handler on %s writing VMI %s/%s: %w", node, vmi.Namespace, vmi.Name, err)
+	}
+	return nil
+}
+
+// mergePatch applies a JSON merge patch (RFC 7386) to doc in place: objects merge key by key, a
+// null deletes the key, anything else replaces it.
+func mergePatch(doc, patch map[string]any) {
+	for k, v := range patch {
+		switch pv := v.(type) {
+		case nil:
+			delete(doc, k)
+		case map[string]any:
+			dv, ok := doc[k].(map[string]any)
+			if !ok {
+				dv = map[string]any{}
+				doc[k] = dv
+			}
+			mergePatch(dv, pv)
+		default:
+			doc[k] = v
+		}
+	}
+}
+
+// identity returns a client authenticated as the virt-handler of node, with a token bound to its
+// pod (as `kubectl create token --bound-object-kind=Pod` issues it): the API server adds the
+// node's name to the identity, which KubeVirt's node restriction checks.
+func (h *VirtHandlerStandIn) identity(ctx context.Context, node string) (client.Client, error) {
+	pod, err := h.handlerPod(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	if pod == nil {
+		return nil, fmt.Errorf("no running virt-handler pod on node %s", node)
+	}
+	h.mu.Lock()
+	id := h.nodes[node]
+	h.mu.Unlock()
+	if id != nil && id.pod == pod.UID && time.Since(id.issued) < tokenTTL/2 {
+		return id.client, nil
+	}
+	ttl := int64(tokenTTL / time.Second)
+	tr, err := h.Clientset.CoreV1().ServiceAccounts(h.Namespace).CreateToken(ctx, HandlerServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: &ttl,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for the virt-handler on %s: %w", node, err)
+	}
+	cfg := rest.AnonymousClientConfig(h.Config)
+	cfg.BearerToken = tr.Status.Token
+	c, err := client.New(cfg, client.Options{Scheme: h.Client.Scheme(), Mapper: h.Client.RESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.nodes[node] = &nodeIdentity{pod: pod.UID, issued: time.Now(), client: c}
+	h.mu.Unlock()
+	return c, nil
+}
+
+func (h *VirtHandlerStandIn) forget(node string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.nodes, node)
+}
+
+func status(fields map[string]any) map[string]any {
+	return map[string]any{"status": fields}
+}
+
+func migrationState(fields map[string]any) map[string]any {
+	return status(map[string]any{"migrationState": fields})
+}

@@ -1,0 +1,136 @@
+package webhook
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/migranet/migranet/settings"
+)
+
+// MetricAdmissionDecisions is the name of the counter of admission decisions.
+const MetricAdmissionDecisions = "migranet_admission_decisions_total"
+
+// Values of the webhook label: which admission request was decided.
+const (
+	WebhookSetting    = "setting"     // Setting create, update, delete
+	WebhookVMIMCreate = "vmim-create" // VirtualMachineInstanceMigration create (start a migration)
+	WebhookVMIMDelete = "vmim-delete" // VirtualMachineInstanceMigration delete (cancel a migration)
+	WebhookNAD        = "nad"         // NetworkAttachmentDefinition delete
+	WebhookKubeVirt   = "kubevirt"    // KubeVirt CR update
+)
+
+// Values of the result label.
+const (
+	ResultAllowed = "allowed" // admitted without warnings
+	ResultDenied  = "denied"  // refused
+	ResultWarned  = "warned"  // admitted with warnings
+	ResultError   = "error"   // not judged: reading the cache failed or the object did not decode
+)
+
+// Values of the rule label besides the settings.Rule names, which the VMIM webhooks use.
+const (
+	RuleNone               = "none"               // nothing was violated (allowed, error)
+	RuleSettingValue       = "settingValue"       // the value or default breaks settings.ValidateSetting
+	RuleMigrationsInFlight = "migrationsInFlight" // the migration network cannot change during migrations
+	RuleOwnedSetting       = "ownedSetting"       // deleting a setting migranet owns
+	RuleActiveNetwork      = "activeNetwork"      // deleting the NAD the KubeVirt CR uses
+	RuleNetworkMismatch    = "networkMismatch"    // KubeVirt migrations.network set by hand
+)
+
+// outcome is one labelled series of MetricAdmissionDecisions.
+type outcome struct{ webhook, rule, result string }
+
+// outcomes lists every series the webhooks can produce; they are created at zero up front.
+func outcomes() []outcome {
+	out := []outcome{
+		{WebhookSetting, RuleSettingValue, ResultDenied}, {WebhookSetting, RuleSettingValue, ResultWarned},
+		{WebhookSetting, RuleMigrationsInFlight, ResultDenied}, {WebhookSetting, RuleOwnedSetting, ResultDenied},
+		{WebhookNAD, RuleActiveNetwork, ResultDenied},
+		{WebhookKubeVirt, RuleNetworkMismatch, ResultWarned},
+	}
+	for _, r := range []settings.Rule{settings.RuleKubeVirtReady, settings.RuleNetworkReady, settings.RuleFeasibleTarget, settings.RuleVMIState} {
+		out = append(out, outcome{WebhookVMIMCreate, string(r), ResultDenied}, outcome{WebhookVMIMCreate, string(r), ResultWarned})
+	}
+	out = append(out, outcome{WebhookVMIMDelete, string(settings.RulePostCopyCancel), ResultDenied},
+		outcome{WebhookVMIMDelete, string(settings.RulePostCopyCancel), ResultWarned})
+	for _, w := range []string{WebhookSetting, WebhookVMIMCreate, WebhookVMIMDelete, WebhookNAD, WebhookKubeVirt} {
+		out = append(out, outcome{w, RuleNone, ResultAllowed}, outcome{w, RuleNone, ResultError})
+	}
+	return out
+}
+
+// Metrics counts admission decisions in MetricAdmissionDecisions{webhook,rule,result}: one per
+// admission request, labelled with the rule that decided it (the first denying rule in evaluation
+// order, else the first warning one, else "none"). A nil *Metrics counts nothing.
+type Metrics struct {
+	decisions *prometheus.CounterVec
+	// counters holds the child of every known outcome, resolved once: counting then costs a map
+	// lookup and an atomic add, no label hashing. Read-only after NewMetrics.
+	counters map[outcome]prometheus.Counter
+}
+
+// NewMetrics creates the counter, registers it with reg (nil: not registered), reusing one
+// registered before by another instance, and creates every known series at zero.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	vec, err := settings.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricAdmissionDecisions,
+		Help: "Admission requests decided by migranet's webhooks, by webhook, deciding rule (none when nothing was violated) and result (allowed, denied, warned, error).",
+	}, []string{"webhook", "rule", "result"}))
+	if err != nil {
+		return nil, err
+	}
+	m := &Metrics{decisions: vec, counters: map[outcome]prometheus.Counter{}}
+	for _, o := range outcomes() {
+		m.counters[o] = vec.WithLabelValues(o.webhook, o.rule, o.result)
+	}
+	return m, nil
+}
+
+// count adds one decision.
+func (m *Metrics) count(webhook, rule, result string) {
+	if m == nil {
+		return
+	}
+	if c, ok := m.counters[outcome{webhook, rule, result}]; ok {
+		c.Inc()
+		return
+	}
+	m.decisions.WithLabelValues(webhook, rule, result).Inc()
+}
+
+// decided counts the outcome of a VMIM webhook's decisions.
+func (m *Metrics) decided(webhook string, ds []Decision) {
+	if m == nil {
+		return
+	}
+	rule, result := DecisionOutcome(ds)
+	m.count(webhook, rule, result)
+}
+
+// DecisionOutcome is the rule and result label of a request judged by ds: the first denying
+// rule, else the first warning rule, else RuleNone and ResultAllowed.
+func DecisionOutcome(ds []Decision) (rule, result string) {
+	for _, d := range ds {
+		if d.Deny {
+			return string(d.Rule), ResultDenied
+		}
+	}
+	for _, d := range ds {
+		if d.Warn {
+			return string(d.Rule), ResultWarned
+		}
+	}
+	return RuleNone, ResultAllowed
+}
+
+// simple counts a webhook without rule decisions: refused by rule when err is not nil, warned by
+// rule when there are warnings, else allowed.
+func (m *Metrics) simple(webhook, rule string, warnings []string, err error) {
+	switch {
+	case err != nil:
+		m.count(webhook, rule, ResultDenied)
+	case len(warnings) > 0:
+		m.count(webhook, rule, ResultWarned)
+	default:
+		m.count(webhook, RuleNone, ResultAllowed)
+	}
+}
