@@ -196,6 +196,13 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
+	synced := &webhook.SyncedCheck{Cache: mgr.GetCache()}
+	if err := mgr.Add(synced); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("informers", synced.Check); err != nil {
+		return err
+	}
 	if rotator != nil {
 		if err := mgr.Add(rotator); err != nil {
 			return err

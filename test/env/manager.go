@@ -111,7 +111,15 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	m.cmd, m.done = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(m.done) }()
+	svc, name := m.Service, m.name()
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		if svc != nil {
+			svc.Unready(name) // the kubelet reports the container's exit
+		}
+		close(m.done)
+	}()
 	if m.Service != nil {
 		m.Service.SetEndpoint(m.name(), "127.0.0.1:"+strconv.Itoa(m.webhookPort), m.ReadyURL())
 	}

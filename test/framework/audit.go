@@ -26,7 +26,14 @@ type AuditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	StageTimestamp time.Time `json:"stageTimestamp"`
+	StageTimestamp time.Time         `json:"stageTimestamp"`
+	Annotations    map[string]string `json:"annotations"`
+}
+
+// ForbiddenByRBAC reports whether the authorizer refused the request (a 403 can also come from
+// admission, e.g. a create in a terminating namespace).
+func (e AuditEvent) ForbiddenByRBAC() bool {
+	return e.Annotations["authorization.k8s.io/decision"] == "forbid"
 }
 
 // Resource is the event's resource as RBAC names it: "settings" or "settings/status".

@@ -60,6 +60,16 @@ func (s *Service) SetEndpoint(name, addr, readyURL string) {
 	s.endpoints[name] = &endpoint{addr: addr, readyURL: readyURL}
 }
 
+// Unready takes the endpoint out of rotation until its probe passes again, as the kubelet's
+// report of a container's exit does.
+func (s *Service) Unready(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.endpoints[name]; ok {
+		e.ready = false
+	}
+}
+
 // Ready lists the endpoints traffic goes to now.
 func (s *Service) Ready() []string {
 	s.mu.Lock()
