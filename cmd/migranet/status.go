@@ -30,6 +30,7 @@ import (
 
 	"github.com/migranet/migranet/cmd/migranet/status"
 	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/webhook"
 )
 
 const statusUsage = `Usage: migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-w] [-o table|json] [--request-timeout 30s]
@@ -341,7 +342,7 @@ func watchMigrations(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 	opts := cache.Options{
 		Scheme:           scheme,
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachineInstance{}: {Transform: trimVMI}},
+		ByObject:         map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachineInstance{}: {Transform: webhook.TrimVMI}},
 	}
 	if namespace != "" {
 		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
@@ -442,21 +443,6 @@ func cachedRows(ctx context.Context, ca cache.Cache, namespace string) ([]status
 		}
 		return vmi
 	}, time.Now()), nil
-}
-
-// trimVMI keeps of a cached VMI only what Combine reads: at scale the cache holds every VMI of the
-// namespace.
-func trimVMI(obj any) (any, error) {
-	vmi, ok := obj.(*kubevirtv1.VirtualMachineInstance)
-	if !ok {
-		return obj, nil
-	}
-	return &kubevirtv1.VirtualMachineInstance{
-		TypeMeta: vmi.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Namespace: vmi.Namespace, Name: vmi.Name, UID: vmi.UID,
-			ResourceVersion: vmi.ResourceVersion, DeletionTimestamp: vmi.DeletionTimestamp},
-		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: vmi.Status.NodeName, MigrationState: vmi.Status.MigrationState},
-	}, nil
 }
 
 // explain turns an error reading the cluster into a message that says what to do.

@@ -75,23 +75,7 @@ spec:
       operator: 'In'
       values: ['Job']
   next:
-    statusTemplate: |
-      {{ $now := Now }}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        started: false
-        state:
-          terminated:
-            exitCode: 0
-            finishedAt: {{ $now | Quote }}
-            reason: Completed
-            startedAt: {{ $now | Quote }}
-      {{ end }}
-      phase: Succeeded
+    statusTemplate: |` + podCompletedTemplate + `
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -112,23 +96,7 @@ spec:
       operator: 'In'
       values: ['true']
   next:
-    statusTemplate: |
-      {{ $now := Now }}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
-        restartCount: 0
-        started: false
-        state:
-          terminated:
-            exitCode: 0
-            finishedAt: {{ $now | Quote }}
-            reason: Completed
-            startedAt: {{ $now | Quote }}
-      {{ end }}
-      phase: Succeeded
+    statusTemplate: |` + podCompletedTemplate + `
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -147,6 +115,25 @@ spec:
       empty: true
     delete: true
 `
+
+// podCompletedTemplate is the status of a pod whose containers all exited 0.
+const podCompletedTemplate = `
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Succeeded`
 
 const podReadyTemplate = `
       {{ $now := Now }}

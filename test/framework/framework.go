@@ -13,10 +13,12 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/env"
 )
 
@@ -140,4 +142,22 @@ func (f *Framework) CreateVMIM(ctx context.Context, vmim *kubevirtv1.VirtualMach
 		return err
 	}).WithTimeout(Short).Should(Succeed())
 	ExpectWithOffset(1, f.Client.Get(ctx, client.ObjectKeyFromObject(vmim), vmim)).To(Succeed())
+}
+
+// SettingCondition returns "<status>/<reason>" of condition typ of the vm-migration-network
+// Setting, "absent" when it has none, "stale" while it describes an older generation, or the
+// read error's text.
+func (f *Framework) SettingCondition(ctx context.Context, typ string) string {
+	s := &v1beta1.Setting{}
+	if err := f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+		return err.Error()
+	}
+	c := meta.FindStatusCondition(s.Status.Conditions, typ)
+	switch {
+	case c == nil:
+		return "absent"
+	case c.ObservedGeneration != s.Generation:
+		return "stale"
+	}
+	return string(c.Status) + "/" + c.Reason
 }

@@ -1,12 +1,8 @@
 package integration
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -219,51 +215,20 @@ var _ = Describe("migration admission", func() {
 	})
 })
 
-// isEventWrite reports whether a request creates or updates an Event (core/v1 or events.k8s.io).
-func isEventWrite(verb, uri string) bool {
-	if verb != "create" && verb != "patch" && verb != "update" {
-		return false
-	}
-	path, _, _ := strings.Cut(uri, "?")
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	// api/v1/namespaces/<ns>/events[/<name>] or apis/events.k8s.io/v1/namespaces/<ns>/events[/<name>]
-	switch {
-	case len(parts) >= 5 && parts[0] == "api" && parts[2] == "namespaces":
-		return parts[4] == "events"
-	case len(parts) >= 6 && parts[0] == "apis" && parts[1] == "events.k8s.io" && parts[3] == "namespaces":
-		return parts[5] == "events"
-	}
-	return false
-}
-
 // managerRequests lists the non-watch requests migranet made, from the API server's audit log,
 // leaving out lease renewals and event writes.
 func managerRequests() []string {
-	file, err := os.Open(f.AuditLog())
+	events, err := framework.ReadAudit(f.AuditLog(), env.ManagerUser)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	defer file.Close()
 	var out []string
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var ev struct {
-			Verb       string `json:"verb"`
-			RequestURI string `json:"requestURI"`
-			Stage      string `json:"stage"`
-			User       struct {
-				Username string `json:"username"`
-			} `json:"user"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.User.Username != env.ManagerUser || ev.Verb == "watch" || ev.Stage != "ResponseComplete" {
-			continue
-		}
-		if strings.Contains(ev.RequestURI, "/leases/") {
+	for _, ev := range events {
+		if ev.Verb == "watch" || ev.Stage != "ResponseComplete" || ev.Resource() == "leases" {
 			continue
 		}
 		// Event writes are excluded explicitly: the Warning event a refused migration leaves on
 		// its VMI is written by the asynchronous event recorder, after the answer, and admission
 		// never waits for it. Every other request (any read above all) still counts.
-		if isEventWrite(ev.Verb, ev.RequestURI) {
+		if ev.Resource() == "events" && (ev.Verb == "create" || ev.Verb == "patch" || ev.Verb == "update") {
 			continue
 		}
 		out = append(out, ev.Verb+" "+ev.RequestURI)

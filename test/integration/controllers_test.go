@@ -13,7 +13,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,15 +47,7 @@ func setting(ctx context.Context) *v1beta1.Setting {
 // condition returns "<status>/<reason>" of a Setting condition, or "stale" while the condition
 // describes an older generation of the setting.
 func condition(ctx context.Context, typ string) string {
-	s := setting(ctx)
-	c := meta.FindStatusCondition(s.Status.Conditions, typ)
-	switch {
-	case c == nil:
-		return "absent"
-	case c.ObservedGeneration != s.Generation:
-		return "stale"
-	}
-	return string(c.Status) + "/" + c.Reason
+	return f.SettingCondition(ctx, typ)
 }
 
 func managedNADs(ctx context.Context) []string {

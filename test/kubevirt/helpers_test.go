@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,18 +42,7 @@ func setSetting(ctx context.Context, name, value string) {
 // networkCondition returns "<status>/<reason>" of a vm-migration-network condition, or "stale"
 // while it describes an older generation.
 func networkCondition(ctx context.Context, typ string) string {
-	s := &v1beta1.Setting{}
-	if err := f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
-		return err.Error()
-	}
-	c := meta.FindStatusCondition(s.Status.Conditions, typ)
-	switch {
-	case c == nil:
-		return "absent"
-	case c.ObservedGeneration != s.Generation:
-		return "stale"
-	}
-	return string(c.Status) + "/" + c.Reason
+	return f.SettingCondition(ctx, typ)
 }
 
 // waitNetworkReady waits until vm-migration-network is Configured and Ready with readyReason.
