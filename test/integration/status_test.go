@@ -20,6 +20,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/test/framework"
 )
 
@@ -191,6 +192,9 @@ var _ = Describe("migranet status", func() {
 	// populate creates, in a new namespace, a running post-copy migration (move-vm1), a failed
 	// one (move-vm2) and one whose VMI is gone (move-vm3).
 	populate := func(ctx context.Context) string {
+		// A previous spec's reset may still be rolling virt-handlers: migranet refuses migrations
+		// until KubeVirt and the network are ready again.
+		waitReady(ctx, netcontroller.ReasonPodNetwork)
 		ns := f.Namespace(ctx)
 		vm1, vm2, vm3 := framework.VMI(ns, "vm1", "node-1", nil), framework.VMI(ns, "vm2", "node-2", nil), framework.VMI(ns, "vm3", "node-3", nil)
 		for _, vmi := range []*kubevirtv1.VirtualMachineInstance{vm1, vm2, vm3} {
@@ -299,6 +303,7 @@ var _ = Describe("migranet status", func() {
 	})
 
 	It("follows changes with -w, one line per change, in table and JSON form, until Ctrl-C", func(ctx context.Context) {
+		waitReady(ctx, netcontroller.ReasonPodNetwork)
 		ns := f.Namespace(ctx)
 		vmi := framework.VMI(ns, "vm1", "node-1", nil)
 		Expect(f.Client.Create(ctx, vmi)).To(Succeed())
