@@ -42,8 +42,6 @@ type Controller struct {
 	Client            client.Client
 	Recorder          record.EventRecorder
 	KubeVirtNamespace string
-	// Snapshots receives every observation, for the admission webhook.
-	Snapshots *Store
 	// APIReader reads whereabouts IPPools straight from the API server (they are not cached);
 	// WhereaboutsNamespace is where whereabouts keeps them.
 	APIReader            client.Reader
@@ -56,38 +54,54 @@ type Controller struct {
 	cleaned atomic.Pointer[string]
 }
 
-// SetupWithManager watches the setting, virt-handler pods, nodes and the KubeVirt CR.
+// SetupWithManager watches the setting, virt-handler pods, nodes and the KubeVirt CR; it runs on
+// the leader only.
 func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	r.Metrics.init()
+	return watchNetwork(ctrl.NewControllerManagedBy(mgr).Named("netcontroller"), r.KubeVirtNamespace).Complete(r)
+}
+
+// watchNetwork adds what an observation reads to b: the vm-migration-network setting, and
+// virt-handler pods, nodes and the KubeVirt CR, each mapped to the setting.
+func watchNetwork(b *builder.Builder, kubevirtNamespace string) *builder.Builder {
 	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
 	})
-	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.KubeVirtNamespace })
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == kubevirtNamespace })
 	isHandler := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[VirtHandlerLabel] == VirtHandlerValue })
-	r.Metrics.init()
-	return ctrl.NewControllerManagedBy(mgr).Named("netcontroller").
-		For(&v1beta1.Setting{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetName() == v1beta1.MigrationNetwork
-		}))).
+	return b.For(&v1beta1.Setting{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetName() == v1beta1.MigrationNetwork
+	}))).
 		Watches(&corev1.Pod{}, toSetting, builder.WithPredicates(inNamespace, isHandler)).
 		Watches(&corev1.Node{}, toSetting).
-		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
-		Complete(r)
+		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace))
 }
 
-// Reconcile observes, publishes the snapshot, and writes the network part of the status.
+// settingKey is the metadata of the vm-migration-network setting.
+func settingKey() metav1.ObjectMeta { return metav1.ObjectMeta{Name: v1beta1.MigrationNetwork} }
+
+// observeSetting reads, from the cache, what an observation needs and judges it.
+func observeSetting(ctx context.Context, c client.Client, kubevirtNamespace string, s *v1beta1.Setting) (*Snapshot, Input, *settings.MigrationNetwork, Observation, error) {
+	in, kv, m, err := gather(ctx, c, kubevirtNamespace, s)
+	if err != nil {
+		return nil, in, nil, Observation{}, err
+	}
+	obs := Observe(in)
+	return judge(s, m, kv, obs), in, m, obs, nil
+}
+
+// Reconcile observes and writes the network part of the status (the Observer, on every replica,
+// publishes the same observation for admission).
 func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	s := &v1beta1.Setting{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	in, kv, m, err := r.gather(ctx, s)
+	snap, in, m, obs, err := observeSetting(ctx, r.Client, r.KubeVirtNamespace, s)
 	r.Metrics.step(StepObserve, err)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	obs := Observe(in)
-	snap := judge(s, m, kv, obs)
-	r.Snapshots.publish(snap)
 	conds, fields, capacity := statusOf(snap, m, obs)
 	r.Metrics.observed(snap, capacity)
 	r.recordTransitions(s, conds)
@@ -141,8 +155,8 @@ func (r *Controller) cleanOnce(ctx context.Context, snap *Snapshot, in Input) er
 }
 
 // gather reads, from the cache, what Observe needs.
-func (r *Controller) gather(ctx context.Context, s *v1beta1.Setting) (Input, *kubevirtv1.KubeVirt, *settings.MigrationNetwork, error) {
-	in := Input{Namespace: r.KubeVirtNamespace}
+func gather(ctx context.Context, c client.Client, kubevirtNamespace string, s *v1beta1.Setting) (Input, *kubevirtv1.KubeVirt, *settings.MigrationNetwork, error) {
+	in := Input{Namespace: kubevirtNamespace}
 	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
 	if len(errs) > 0 {
 		m = nil
@@ -153,21 +167,21 @@ func (r *Controller) gather(ctx context.Context, s *v1beta1.Setting) (Input, *ku
 	}
 	nodes := &corev1.NodeList{}
 	// Read-only from here on: no deep copy of every node and pod per reconcile.
-	if err := r.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, nil, err
 	}
 	for i := range nodes.Items {
 		in.Nodes = append(in.Nodes, &nodes.Items[i])
 	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{VirtHandlerLabel: VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, pods, client.InNamespace(kubevirtNamespace), client.MatchingLabels{VirtHandlerLabel: VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, nil, err
 	}
 	for i := range pods.Items {
 		in.Pods = append(in.Pods, &pods.Items[i])
 	}
 	kvs := &kubevirtv1.KubeVirtList{}
-	if err := r.Client.List(ctx, kvs, client.InNamespace(r.KubeVirtNamespace)); err != nil {
+	if err := c.List(ctx, kvs, client.InNamespace(kubevirtNamespace)); err != nil {
 		return in, nil, nil, err
 	}
 	var kv *kubevirtv1.KubeVirt

@@ -34,8 +34,7 @@ func (v *KubeVirtValidator) ValidateUpdate(ctx context.Context, oldObj, newObj r
 	oldKV, ok1 := oldObj.(*kubevirtv1.KubeVirt)
 	newKV, ok2 := newObj.(*kubevirtv1.KubeVirt)
 	if !ok1 || !ok2 {
-		v.Metrics.count(WebhookKubeVirt, RuleNone, ResultError)
-		return nil, fmt.Errorf("expected KubeVirt objects, got %T and %T", oldObj, newObj)
+		return v.Metrics.notJudged(WebhookKubeVirt, fmt.Errorf("expected KubeVirt objects, got %T and %T", oldObj, newObj)), nil
 	}
 	s := &v1beta1.Setting{}
 	if err := v.Reader.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {

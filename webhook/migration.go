@@ -43,13 +43,11 @@ type MigrationValidator struct {
 func (v *MigrationValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	vmim, ok := obj.(*kubevirtv1.VirtualMachineInstanceMigration)
 	if !ok {
-		v.Metrics.count(WebhookVMIMCreate, RuleNone, ResultError)
-		return nil, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)
+		return v.Metrics.notJudged(WebhookVMIMCreate, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)), nil
 	}
 	in, err := v.createInput(ctx, vmim)
 	if err != nil {
-		v.Metrics.count(WebhookVMIMCreate, RuleNone, ResultError)
-		return nil, apierrors.NewInternalError(err)
+		return v.Metrics.notJudged(WebhookVMIMCreate, fmt.Errorf("reading the cache: %w", err)), nil
 	}
 	ds := EvaluateCreate(*in)
 	v.Metrics.decided(WebhookVMIMCreate, ds)
@@ -69,13 +67,11 @@ func (v *MigrationValidator) ValidateUpdate(context.Context, runtime.Object, run
 func (v *MigrationValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	vmim, ok := obj.(*kubevirtv1.VirtualMachineInstanceMigration)
 	if !ok {
-		v.Metrics.count(WebhookVMIMDelete, RuleNone, ResultError)
-		return nil, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)
+		return v.Metrics.notJudged(WebhookVMIMDelete, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)), nil
 	}
 	vmi, err := v.vmi(ctx, vmim)
 	if err != nil {
-		v.Metrics.count(WebhookVMIMDelete, RuleNone, ResultError)
-		return nil, apierrors.NewInternalError(err)
+		return v.Metrics.notJudged(WebhookVMIMDelete, fmt.Errorf("reading the cache: %w", err)), nil
 	}
 	policy, _ := v.settings.load(ctx, v.Reader)
 	ds := EvaluateDelete(DeleteInput{VMIM: vmim, VMI: vmi, Policy: policy})

@@ -31,9 +31,10 @@ const devWebhookConfiguration = "migranet-dev"
 // devSetup is what `migranet dev` does besides running the manager: it serves the webhooks on
 // loopback with a self-signed certificate and registers them by URL once the server is up.
 type devSetup struct {
-	client   client.Client
-	caBundle []byte
-	baseURL  string
+	client            client.Client
+	caBundle          []byte
+	baseURL           string
+	kubevirtNamespace string
 }
 
 // prepareDev installs the CRDs, creates the webhook certificate and fixes the dev flags.
@@ -65,7 +66,8 @@ func prepareDev(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, f
 	if err != nil {
 		return nil, err
 	}
-	return &devSetup{client: c, caBundle: ca, baseURL: fmt.Sprintf("https://%s", net.JoinHostPort(f.webhookHost, fmt.Sprint(f.webhookPort)))}, nil
+	return &devSetup{client: c, caBundle: ca, baseURL: fmt.Sprintf("https://%s", net.JoinHostPort(f.webhookHost, fmt.Sprint(f.webhookPort))),
+		kubevirtNamespace: f.kubevirtNamespace}, nil
 }
 
 // devCertificate writes tls.crt/tls.key for host into dir unless present, and returns the CA bundle.
@@ -148,6 +150,9 @@ func (d *devSetup) webhookConfiguration() (*admissionregistrationv1.ValidatingWe
 			continue
 		}
 		cfg.Name = devWebhookConfiguration
+		if err := applyScopes(cfg, d.kubevirtNamespace); err != nil {
+			return nil, err
+		}
 		for i := range cfg.Webhooks {
 			cc := &cfg.Webhooks[i].ClientConfig
 			path := ""
@@ -160,6 +165,40 @@ func (d *devSetup) webhookConfiguration() (*admissionregistrationv1.ValidatingWe
 		return cfg, nil
 	}
 }
+
+// applyScopes gives cfg's webhooks the selectors of manifests/webhook/scopes.yaml (the patch the
+// kustomize base applies), with the KubeVirt namespace this manager was given.
+func applyScopes(cfg *admissionregistrationv1.ValidatingWebhookConfiguration, kubevirtNamespace string) error {
+	data, err := fs.ReadFile(manifests.FS, "webhook/scopes.yaml")
+	if err != nil {
+		return err
+	}
+	scopes := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := utilyaml.Unmarshal(data, scopes); err != nil {
+		return fmt.Errorf("manifests/webhook/scopes.yaml: %w", err)
+	}
+	for _, sc := range scopes.Webhooks {
+		found := false
+		for i := range cfg.Webhooks {
+			w := &cfg.Webhooks[i]
+			if w.Name != sc.Name {
+				continue
+			}
+			found = true
+			w.NamespaceSelector, w.ObjectSelector = sc.NamespaceSelector.DeepCopy(), sc.ObjectSelector.DeepCopy()
+			if ns := w.NamespaceSelector; ns != nil && ns.MatchLabels[namespaceNameLabel] != "" {
+				ns.MatchLabels[namespaceNameLabel] = kubevirtNamespace
+			}
+		}
+		if !found {
+			return fmt.Errorf("manifests/webhook/scopes.yaml scopes webhook %s, which the generated configuration lacks", sc.Name)
+		}
+	}
+	return nil
+}
+
+// namespaceNameLabel is the label the API server puts on every namespace, with its name.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
 
 // applyCRDs creates or updates the embedded CRDs and waits until they are established.
 func applyCRDs(ctx context.Context, c client.Client) error {

@@ -181,9 +181,13 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		KubeVirtNamespace: f.kubevirtNamespace, Metrics: settingsMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)
 	}
+	observer := &netcontroller.Observer{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}
+	if err := observer.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the network observer: %w", err)
+	}
 	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-netcontroller"),
-		KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots,
-		APIReader: mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
+		KubeVirtNamespace: f.kubevirtNamespace,
+		APIReader:         mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network controller: %w", err)
 	}
 	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots,
@@ -201,6 +205,9 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("informers", synced.Check); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("network-observed", observer.ObservedCheck); err != nil {
 		return err
 	}
 	if rotator != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 var _ = Describe("the built-in issuer", func() {
-	It("fills the shipped empty Secret, injects the bundle, serves admission, and restores an overwritten bundle", func(ctx SpecContext) {
+	It("fills an existing empty Secret (as shipped by earlier releases), injects the bundle, serves admission, and restores an overwritten bundle", func(ctx SpecContext) {
 		ns, target := namespace(ctx), namespace(ctx)
 		secret, cfgName := "webhook-cert", ns
 		emptySecret(ctx, ns, secret)
@@ -83,20 +83,37 @@ var _ = Describe("the built-in issuer", func() {
 		GinkgoWriter.Printf("MEASURE bundle re-injected %s after the overwrite\n", time.Since(overwritten).Round(time.Millisecond))
 	})
 
-	It("says clearly that the Secret is missing, keeps running, and starts once it is created", func(ctx SpecContext) {
-		ns, target := namespace(ctx), namespace(ctx)
+	// The fault caught: an issuer that waits for a Secret nobody ships (the manifests no longer
+	// carry it, so that a re-apply never conflicts with the certificate written into it).
+	It("creates its missing Secret, issues into it and injects the bundle", func(ctx SpecContext) {
+		ns := namespace(ctx)
 		secret, cfgName := "webhook-cert", ns
 		rc := narrowUser(ctx, "rotator-"+ns, ns, secret, cfgName, true)
-		r := startReplica("lonely", rc, webhookcerts.Options{Namespace: ns, SecretName: secret, ServiceName: serviceName,
+		r := startReplica("creator", rc, webhookcerts.Options{Namespace: ns, SecretName: secret, ServiceName: serviceName,
 			WebhookConfigurations: []string{cfgName}, Rotate: true})
-		webhookConfiguration(ctx, cfgName, target, r.URL())
+		webhookConfiguration(ctx, cfgName, namespace(ctx), r.URL())
+		Eventually(readyCheck).WithArguments(r).WithTimeout(10 * time.Second).Should(Succeed())
+		data := secretData(ctx, ns, secret)
+		Expect(data).To(HaveKey(webhookcerts.KeyCert))
+		Expect(bundleOf(ctx, cfgName)).To(Equal(data[webhookcerts.KeyCA]))
+	})
+
+	It("without the issuer role, says clearly that the Secret is missing, keeps running, and starts once its issuer creates it", func(ctx SpecContext) {
+		ns := namespace(ctx)
+		secret, cfgName := "webhook-cert", ns
+		rc := narrowUser(ctx, "rotator-"+ns, ns, secret, cfgName, true)
+		opts := webhookcerts.Options{Namespace: ns, SecretName: secret, ServiceName: serviceName, WebhookConfigurations: []string{cfgName}}
+		r := startReplica("lonely", rc, opts)
 		Eventually(readyCheck).WithArguments(r).Should(MatchError(ContainSubstring("Secret " + ns + "/" + secret + " not found")))
 		_, err := servedLeaf(r.addr)
 		Expect(err).To(HaveOccurred(), "a handshake succeeded with no certificate loaded")
 		Consistently(readyCheck).WithArguments(r).WithTimeout(time.Second).Should(MatchError(ContainSubstring("not found")))
+		Expect(cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, &corev1.Secret{})).NotTo(Succeed(),
+			"a replica that is not the issuer created the Secret")
 
-		emptySecret(ctx, ns, secret)
+		issuer := startReplica("issuer", rc, webhookcerts.Options{Namespace: ns, SecretName: secret, ServiceName: serviceName,
+			WebhookConfigurations: []string{cfgName}, Rotate: true})
+		webhookConfiguration(ctx, cfgName, namespace(ctx), issuer.URL())
 		Eventually(readyCheck).WithArguments(r).WithTimeout(10 * time.Second).Should(Succeed())
-		Expect(bundleOf(ctx, cfgName)).To(Equal(secretData(ctx, ns, secret)[webhookcerts.KeyCA]))
 	})
 })

@@ -91,7 +91,8 @@ func namespace(ctx context.Context) string {
 	return ns.Name
 }
 
-// emptySecret creates the Secret as migranet's manifests ship it for the built-in issuer.
+// emptySecret creates the Secret as migranet's manifests shipped it for the built-in issuer before
+// the issuer created it itself (an install upgraded from then still has it).
 func emptySecret(ctx context.Context, ns, name string) {
 	GinkgoHelper()
 	Expect(cl.Client.Create(ctx, &corev1.Secret{
@@ -149,6 +150,10 @@ func narrowUser(ctx context.Context, user, ns, secret, webhookCfg string, issuer
 					ResourceNames: []string{webhookCfg}, Verbs: []string{"get", "list", "watch", "update", "patch"}}}},
 			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}, Subjects: subject,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user}})
+	}
+	if issuer { // as manifests/rbac/role.yaml: creating cannot be limited to a name
+		role := objs[0].(*rbacv1.Role)
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}})
 	}
 	for _, o := range objs {
 		Expect(cl.Client.Create(ctx, o)).To(Succeed())

@@ -18,9 +18,13 @@ import (
 func (r *Rotator) sync(ctx context.Context) (time.Duration, error) {
 	now := r.opts.Now()
 	secret, err := r.secrets.Secrets(r.opts.Namespace).Get(r.opts.SecretName)
-	if apierrors.IsNotFound(err) {
-		r.setProblem(ctx, fmt.Sprintf("Secret %s/%s not found: migranet's manifests ship it (cert-manager creates it in that overlay); "+
-			"create it, an empty one will do for the built-in issuer", r.opts.Namespace, r.opts.SecretName))
+	if apierrors.IsNotFound(err) && r.opts.Rotate {
+		// The issuer creates its Secret: shipping it in the manifests would make every re-apply
+		// conflict with the certificate migranet wrote into it.
+		return 0, r.create(ctx)
+	} else if apierrors.IsNotFound(err) {
+		r.setProblem(ctx, fmt.Sprintf("Secret %s/%s not found: its issuer (cert-manager's Certificate in that overlay) creates it",
+			r.opts.Namespace, r.opts.SecretName))
 		return maxRecheck, nil
 	} else if err != nil {
 		return 0, err
@@ -66,6 +70,24 @@ func (r *Rotator) sync(ctx context.Context) (time.Duration, error) {
 	}
 	// Writes here come back as watch events and are planned on again then.
 	return d.Recheck.Sub(now), nil
+}
+
+// create creates the empty Secret the built-in issuer then fills; the watch event that follows
+// plans the certificate. Another replica creating it first is no error.
+func (r *Rotator) create(ctx context.Context) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.opts.Namespace, Name: r.opts.SecretName,
+			Labels: map[string]string{"app.kubernetes.io/name": "migranet"}},
+		Type: corev1.SecretTypeOpaque,
+	}
+	_, err := r.client.CoreV1().Secrets(r.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: "migranet"})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%w: Secret created by another replica", errRetry)
+	} else if err != nil {
+		return fmt.Errorf("creating Secret %s/%s: %w", r.opts.Namespace, r.opts.SecretName, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("webhook certificate Secret created", "secret", r.opts.Namespace+"/"+r.opts.SecretName)
+	return nil
 }
 
 // write stores the planned material in the Secret, guarded by its resourceVersion; a conflict
