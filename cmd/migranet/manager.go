@@ -43,6 +43,7 @@ type managerFlags struct {
 	leaseDuration        time.Duration
 	renewDeadline        time.Duration
 	retryPeriod          time.Duration
+	shutdownDelay        time.Duration
 	qps                  float64
 	burst                int
 	zap                  zap.Options
@@ -70,6 +71,7 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a replica waits, after the leader stops renewing, before it takes over the controllers")
 	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps retrying to renew before it gives up leadership (and exits)")
 	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between leader-election attempts")
+	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long the replica stays up unready, still serving webhooks, before it stops (lets the Service drain it; dev: 0)")
 	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client-side rate limit of requests to the API server, per second")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst allowed above --kube-api-qps")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -78,6 +80,7 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	zfs.VisitAll(func(fl *flag.Flag) { fs.Var(fl.Value, fl.Name, fl.Usage) })
 	if dev {
 		f.webhookHost, f.webhookPort, f.metricsAddr, f.probeAddr = "127.0.0.1", 0, "0", "127.0.0.1:0"
+		f.shutdownDelay = 0
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -106,7 +109,8 @@ func runManager(args []string, stderr io.Writer, dev bool) int {
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), zap.WriteTo(stderr)))
-	if err := startManager(ctrl.SetupSignalHandler(), f, dev); err != nil {
+	d := &drain{delay: f.shutdownDelay}
+	if err := startManager(d.context(), f, dev, d); err != nil {
 		fmt.Fprintln(stderr, "migranet:", err)
 		return 1
 	}
@@ -120,7 +124,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", kubeconfig)
 }
 
-func startManager(ctx context.Context, f *managerFlags, dev bool) error {
+func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) error {
 	log := ctrl.Log.WithName("setup")
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
@@ -208,6 +212,9 @@ func startManager(ctx context.Context, f *managerFlags, dev bool) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("network-observed", observer.ObservedCheck); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("shutdown", d.check); err != nil {
 		return err
 	}
 	if rotator != nil {

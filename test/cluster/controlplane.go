@@ -49,6 +49,11 @@ type Cluster struct {
 	kubeVirt    bool
 	kubeVirtCA  *CA
 	virtAPIPort int
+	// apiServer is the running kube-apiserver, apiServerArgs its command line, restarts how
+	// often RestartAPIServer ran.
+	apiServer     *process
+	apiServerArgs []string
+	restarts      int
 }
 
 // Start runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, installs the
@@ -225,6 +230,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, auditPolicy strin
 		return err
 	}
 	c.procs = append(c.procs, p)
+	c.apiServer, c.apiServerArgs = p, args
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
 	if err := c.writeKubeconfig(c.Kubeconfig, host, "admin", []string{"system:masters"}); err != nil {
 		return err
@@ -251,6 +257,31 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL, auditPolicy strin
 	}
 	c.logf("kube-apiserver ready at %s", host)
 	return nil
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling control-plane upgrade does) and
+// starts it again with the same flags on the same port, and waits until it is ready. Clients see
+// refused connections and broken watches meanwhile; etcd keeps the state.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	c.apiServer.stop()
+	c.restarts++
+	p, err := startProcess(c.Dir, fmt.Sprintf("kube-apiserver-restart-%d", c.restarts), c.Binaries.APIServer, c.apiServerArgs...)
+	if err != nil {
+		return err
+	}
+	for i, q := range c.procs {
+		if q == c.apiServer {
+			c.procs[i] = p
+		}
+	}
+	c.apiServer = p
+	return p.waitFor(ctx, 90*time.Second, func() error {
+		body, err := c.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, body)
+		}
+		return nil
+	})
 }
 
 // startControllers runs kube-controller-manager (DaemonSet, namespace, garbage collection and

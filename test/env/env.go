@@ -51,12 +51,16 @@ type Options struct {
 	// KubeVirt CRDs, no KubeVirt admission, and migrations that nothing drives. By default the
 	// environment runs KubeVirt's own (cluster.KubeVirtVersion) with the virt-handler stand-in.
 	SimulatedKubeVirt bool
+	// Replicas of the manager to run; DefaultReplicas (the Deployment's count) when 0.
+	Replicas int
 }
 
 // Env is a running environment.
 type Env struct {
 	*cluster.Cluster
-	Manager *Manager
+	// Manager is the first replica; Replicas all of them.
+	Manager  *Manager
+	Replicas []*Manager
 	// Service stands in for the webhook Service in front of the manager replicas.
 	Service  *sim.Service
 	progress io.Writer
@@ -109,7 +113,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.WaitKubeVirtAvailable(ctx, time.Minute); err != nil {
 		return nil, err
 	}
-	if err := e.startManager(ctx, binary, opts.Dir); err != nil {
+	if opts.Replicas == 0 {
+		opts.Replicas = DefaultReplicas
+	}
+	if err := e.startManager(ctx, binary, opts.Dir, opts.Replicas); err != nil {
 		return nil, err
 	}
 	if err := e.Manager.WaitOwnedSettings(ctx, c.Client); err != nil {
@@ -121,9 +128,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 
 // Stop ends the manager, the simulators and the control plane.
 func (e *Env) Stop() {
-	if e.Manager != nil {
-		e.Manager.Stop()
-	}
+	e.StopReplicas()
 	if e.Service != nil {
 		e.Service.Close()
 	}

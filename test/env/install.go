@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/test/cluster"
 )
@@ -26,7 +26,6 @@ const (
 	CertSecret         = "migranet-webhook-server-cert"
 	WebhookConfig      = "migranet"
 	ServiceAccountUser = "system:serviceaccount:" + Namespace + ":" + ServiceAccount
-	installFieldOwner  = "migranet-install"
 )
 
 // RenderManifests runs the real kubectl's kustomize on dir (relative to the repository root, e.g.
@@ -57,9 +56,10 @@ func RenderManifests(ctx context.Context, kubectl, dir string) ([]*unstructured.
 var applyOrder = map[string]int{"Namespace": 0, "CustomResourceDefinition": 1, "ServiceAccount": 2,
 	"ClusterRole": 3, "Role": 3, "ClusterRoleBinding": 4, "RoleBinding": 4}
 
-// Apply applies objs with server-side apply, in dependency order, as an admin's
-// `kubectl apply --server-side` would.
-func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+// Apply applies objs with the real kubectl's server-side apply, in dependency order, exactly as
+// the README's `kubectl apply --server-side` (field manager "kubectl", no --force-conflicts): a
+// field migranet took over since the last apply makes it fail, as it would for an admin.
+func Apply(ctx context.Context, c *cluster.Cluster, objs []*unstructured.Unstructured) error {
 	sorted := append([]*unstructured.Unstructured(nil), objs...)
 	rank := func(u *unstructured.Unstructured) int {
 		if r, ok := applyOrder[u.GetKind()]; ok {
@@ -68,12 +68,20 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		return 5
 	}
 	sort.SliceStable(sorted, func(i, j int) bool { return rank(sorted[i]) < rank(sorted[j]) })
+	var stream bytes.Buffer
 	for _, u := range sorted {
-		u = u.DeepCopy()
-		u.SetManagedFields(nil)
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(installFieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		data, err := json.Marshal(u.Object)
+		if err != nil {
+			return err
 		}
+		stream.Write(data)
+		stream.WriteString("\n")
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, c.Binaries.Kubectl, "--kubeconfig", c.Kubeconfig, "apply", "--server-side", "-f", "-")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = &stream, &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kubectl apply --server-side: %v: %s", err, out.String())
 	}
 	return nil
 }
@@ -99,7 +107,7 @@ func installForLocalReplicas(ctx context.Context, c *cluster.Cluster, serviceURL
 		}
 		keep = append(keep, u)
 	}
-	return Apply(ctx, c.Client, keep)
+	return Apply(ctx, c, keep)
 }
 
 // pointAtURL replaces each webhook's service reference by serviceURL + the service's path, with

@@ -101,6 +101,8 @@ func (m *Manager) Start(ctx context.Context) error {
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(m.metricsPort),
 		"--leader-elect", "--leader-elect-lease-duration", "8s", "--leader-elect-renew-deadline", "6s",
 		"--leader-elect-retry-period", "1s",
+		// Twice the Service simulator's probe period: a stopping replica is drained first.
+		"--shutdown-delay", "2s",
 		// The default overlay's certificate flags; the Service simulator is reached by IP.
 		"--cert-secret", CertSecret, "--cert-rotation", "--cert-extra-sans", "127.0.0.1"}
 	cmd := exec.Command(m.Binary, append(args, m.ExtraArgs...)...)
@@ -199,6 +201,28 @@ func (m *Manager) WaitOwnedSettings(ctx context.Context, c client.Client) error 
 		}
 	}
 	return nil
+}
+
+// Leads reports whether the current run of the replica has acquired the leader lease (controller-
+// runtime logs it; the lease's holder identity is the host name plus a random suffix, the same
+// host for every local replica). A leader that loses its lease exits.
+func (m *Manager) Leads() bool {
+	data, err := os.ReadFile(m.LogPath())
+	return err == nil && strings.Contains(string(data), "successfully acquired lease")
+}
+
+// Exited reports whether the replica was started and its process has ended by itself (a crash,
+// or leadership lost): the kubelet would restart it.
+func (m *Manager) Exited() bool {
+	if m.cmd == nil {
+		return false
+	}
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // PID is the running replica's process ID, 0 when stopped.

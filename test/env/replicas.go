@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -14,29 +15,84 @@ import (
 	"github.com/migranet/migranet/test/sim"
 )
 
-// startManager installs the default overlay and starts the first manager replica behind the
-// Service simulator, authenticated as the overlay's ServiceAccount.
-func (e *Env) startManager(ctx context.Context, binary, dir string) error {
+// DefaultReplicas is the Deployment's replica count in manifests/manager/deployment.yaml: the
+// environment runs the install as shipped.
+const DefaultReplicas = 2
+
+// startManager installs the default overlay and starts the replicas behind the Service simulator,
+// authenticated as the overlay's ServiceAccount.
+func (e *Env) startManager(ctx context.Context, binary, dir string, replicas int) error {
 	svc, err := sim.StartService(time.Second)
 	if err != nil {
 		return err
 	}
 	e.Service = svc
-	// The webhook configuration starts without a CA bundle: the replicas' built-in issuer fills
-	// the shipped Secret and injects the bundle, as in a real install.
-	if err := installForLocalReplicas(ctx, e.Cluster, "https://"+svc.Addr(), nil); err != nil {
+	// The webhook configuration starts without a CA bundle: the replicas' built-in issuer creates
+	// the Secret, fills it and injects the bundle, as in a real install.
+	if err := e.Reinstall(ctx); err != nil {
 		return err
 	}
 	kubeconfig, err := e.serviceAccountKubeconfig(ctx, filepath.Join(dir, "migranet.kubeconfig"))
 	if err != nil {
 		return err
 	}
-	e.Manager = e.NewReplica(binary, kubeconfig, "migranet-0")
-	if err := e.Manager.Start(ctx); err != nil {
+	for i := range replicas {
+		r := e.NewReplica(binary, kubeconfig, fmt.Sprintf("migranet-%d", i))
+		if e.Manager == nil {
+			e.Manager = r
+		}
+		e.Replicas = append(e.Replicas, r)
+	}
+	if err := e.StartReplicas(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.progress, "env: migranet manager running as %s\n", ServiceAccountUser)
+	fmt.Fprintf(e.progress, "env: %d migranet replicas running as %s\n", replicas, ServiceAccountUser)
 	return e.Manager.WaitWebhooksRegistered(ctx, e.Client)
+}
+
+// Reinstall applies the default overlay again, as an admin's upgrade does (`kubectl apply
+// --server-side -k manifests/`, here without the Deployment and with the webhooks pointed at the
+// Service simulator); it fails where that command would, on a conflict.
+func (e *Env) Reinstall(ctx context.Context) error {
+	return installForLocalReplicas(ctx, e.Cluster, "https://"+e.Service.Addr(), nil)
+}
+
+// StartReplicas starts every replica that is not running, at once, and waits until each is ready
+// and routed to.
+func (e *Env) StartReplicas(ctx context.Context) error {
+	errs := make(chan error, len(e.Replicas))
+	for _, r := range e.Replicas {
+		go func() {
+			if r.PID() != 0 {
+				errs <- nil
+				return
+			}
+			errs <- r.Start(ctx)
+		}()
+	}
+	var all []error
+	for range e.Replicas {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+// StopReplicas stops every replica cleanly: migranet is down.
+func (e *Env) StopReplicas() {
+	for _, r := range e.Replicas {
+		r.Stop()
+	}
+}
+
+// Leader returns the replica whose controllers run (it logged the lease acquisition in its
+// current run), or nil.
+func (e *Env) Leader() *Manager {
+	for _, r := range e.Replicas {
+		if r.PID() != 0 && r.Leads() {
+			return r
+		}
+	}
+	return nil
 }
 
 // NewReplica returns another manager replica (not started) like the first one: same binary and

@@ -327,8 +327,8 @@ var _ = Describe("the settings and network controllers", func() {
 // the suite changes the one setting far more often than production does, so a spec that expects
 // a setting event starts from a fresh process.
 func freshEventBudget(ctx context.Context) {
-	f.Manager.Stop()
-	ExpectWithOffset(1, f.Manager.Start(ctx)).To(Succeed())
+	f.StopReplicas()
+	ExpectWithOffset(1, f.StartReplicas(ctx)).To(Succeed())
 }
 
 var _ = Describe("whereabouts IP pool cleanup", func() {

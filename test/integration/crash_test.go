@@ -63,11 +63,14 @@ var _ = Describe("convergence under pressure", func() {
 		// What is tested is convergence after a crash, not the lease hand-over (the load spec
 		// covers that): without leader election a restarted replica starts its controllers at
 		// once instead of waiting out the killed one's lease.
+		// The other replicas stop meanwhile: without leader election they would run controllers too.
+		f.StopReplicas()
 		f.Manager.ExtraArgs = []string{"--leader-elect=false"}
+		Expect(f.Manager.Start(ctx)).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {
 			f.Manager.ExtraArgs = nil
 			f.Manager.Stop()
-			Expect(f.Manager.Start(ctx)).To(Succeed())
+			Expect(f.StartReplicas(ctx)).To(Succeed())
 		})
 		rnd := rand.New(rand.NewPCG(uint64(GinkgoRandomSeed()), 50))
 		values := []string{rangeValue(61, 1), rangeValue(61, 2), "", rangeValue(61, 3)}

@@ -72,9 +72,9 @@ value: 5
 	// put the CR back in line with the (empty) setting.
 	Context("when the KubeVirt CR's migrations.network is set by hand, without migranet", Ordered, func() {
 		const nadName = "hand-made-migration"
-		BeforeAll(func() { f.Manager.Stop() })
+		BeforeAll(func() { f.StopReplicas() })
 		AfterAll(func(ctx context.Context) {
-			Expect(f.Manager.Start(ctx)).To(Succeed())
+			Expect(f.StartReplicas(ctx)).To(Succeed())
 			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
 			setMigrationNetwork(ctx, "")
 			Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())

@@ -40,12 +40,19 @@ var _ = Describe("two webhook replicas under load", func() {
 		// Both replicas use the manager's default lease timings here: the suite's short ones
 		// (which let the crash specs restart a killed leader quickly) cannot hold a lease while
 		// 1,000 requests starve two cores.
-		f.Manager.ExtraArgs = productionLease
-		DeferCleanup(func() { f.Manager.ExtraArgs = nil })
-		second := f.NewReplica("", "", "migranet-1")
-		second.ExtraArgs = productionLease
+		second := f.Replicas[1]
+		for _, r := range f.Replicas {
+			r.ExtraArgs = productionLease
+		}
+		second.Stop()
 		Expect(second.Start(ctx)).To(Succeed())
-		DeferCleanup(second.Stop)
+		DeferCleanup(func(ctx context.Context) {
+			for _, r := range f.Replicas {
+				r.ExtraArgs = nil
+			}
+			second.Stop()
+			Expect(second.Start(ctx)).To(Succeed())
+		})
 		Expect(f.Service.Ready()).To(ConsistOf(f.Manager.Name, second.Name))
 
 		ns := f.Namespace(ctx)

@@ -109,26 +109,39 @@ func newScraper(ctx context.Context) *scraper {
 	return &scraper{token: tr.Status.Token}
 }
 
-// scrape reads the manager's metrics endpoint and returns its samples by series, each series
+// scrape reads every running replica's metrics endpoint and returns the samples by series, summed
+// over the replicas (counters are per replica, the gauges come from the leader alone), each series
 // written as the exposition format does: name{label="value",...} with labels sorted by name.
 func (s *scraper) scrape(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.Manager.MetricsURL(), nil)
+	out := map[string]float64{}
+	for _, r := range f.Replicas {
+		if r.PID() == 0 {
+			continue
+		}
+		if err := s.scrapeOne(ctx, r.MetricsURL(), out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *scraper) scrapeOne(ctx context.Context, url string, out map[string]float64) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	// controller-runtime serves metrics with a self-signed certificate when given none.
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed, see above
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("GET /metrics: %s: %s", resp.Status, body)
+		return fmt.Errorf("GET /metrics: %s: %s", resp.Status, body)
 	}
-	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -142,11 +155,11 @@ func (s *scraper) scrape(ctx context.Context) (map[string]float64, error) {
 		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
-			return nil, fmt.Errorf("sample %q: %w", line, err)
+			return fmt.Errorf("sample %q: %w", line, err)
 		}
-		out[line[:i]] = v
+		out[line[:i]] += v
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // series writes a series key as scrape returns it.
