@@ -86,7 +86,7 @@ Try:
   kubectl get pods -n kubevirt -l kubevirt.io=virt-handler -w
 
 Ctrl-C stops every process this started.
-`, time.Since(began).Round(time.Second), nodes, e.Manager.WebhookURL(), kubevirt, e.Dir, e.Binaries.Kubectl, rel, cluster.DefaultClusterNetwork)
+`, time.Since(began).Round(time.Second), nodes, fmt.Sprintf("https://%s (a Service in front of %d replicas)", e.Service.Addr(), len(e.Replicas)), kubevirt, e.Dir, e.Binaries.Kubectl, rel, cluster.DefaultClusterNetwork)
 	for {
 		select {
 		case <-ctx.Done():

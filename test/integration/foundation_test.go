@@ -82,12 +82,16 @@ value: 5
 				ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName}}))).To(Succeed())
 		})
 
-		It("leaves KubeVirt Progressing while the NAD is missing, as in a real cluster", func(ctx context.Context) {
+		// v1.8.4's virt-operator takes its updating branch for a changed deployment config
+		// (sim.SyncConditions): Available stays True, with reason UpdateInProgress, until every
+		// virt-handler pod runs the new template and is ready.
+		It("leaves KubeVirt updating (Available, not AllComponentsReady) while the NAD is missing, as in a real cluster", func(ctx context.Context) {
 			setMigrationNetwork(ctx, nadName)
 			Eventually(kubeVirtCondition).WithContext(ctx).WithArguments(kubevirtv1.KubeVirtConditionProgressing).
-				WithTimeout(framework.Short).Should(Equal("True/" + sim.ReasonDeploying))
+				WithTimeout(framework.Short).Should(Equal("True/" + sim.ReasonUpdating))
 			Consistently(kubeVirtCondition).WithContext(ctx).WithArguments(kubevirtv1.KubeVirtConditionAvailable).
-				WithTimeout(4 * framework.Short / 10).Should(Equal("False/" + sim.ReasonDeploying))
+				WithTimeout(4 * framework.Short / 10).Should(Equal("True/" + sim.ReasonUpdating))
+			Expect(kubeVirtCondition(ctx, kubevirtv1.KubeVirtConditionDegraded)).To(Equal("True/" + sim.ReasonUpdating))
 			Eventually(func(g Gomega) {
 				events := &corev1.EventList{}
 				g.Expect(f.Client.List(ctx, events, client.InNamespace(cluster.KubeVirtNamespace))).To(Succeed())

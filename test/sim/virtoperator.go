@@ -31,6 +31,7 @@ const (
 	MigrationInterface      = "migration0"
 	ReasonReady             = "AllComponentsReady"
 	ReasonDeploying         = "DeploymentInProgress"
+	ReasonUpdating          = "UpdateInProgress"
 
 	templateHashAnnotation = "sim.migranet.io/template-hash"
 )
@@ -159,24 +160,56 @@ func rolledOut(ds *appsv1.DaemonSet) (bool, string) {
 func (r *VirtOperator) updateStatus(ctx context.Context, kv *kubevirtv1.KubeVirt, ds *appsv1.DaemonSet) error {
 	status := kv.Status.DeepCopy()
 	ready, msg := rolledOut(ds)
-	if ready {
-		status.Phase = kubevirtv1.KubeVirtPhaseDeployed
-		setCondition(status, kubevirtv1.KubeVirtConditionAvailable, corev1.ConditionTrue, ReasonReady, "All components are ready.")
-		setCondition(status, kubevirtv1.KubeVirtConditionProgressing, corev1.ConditionFalse, ReasonReady, "All components are ready.")
-		setCondition(status, kubevirtv1.KubeVirtConditionDegraded, corev1.ConditionFalse, ReasonReady, "All components are ready.")
-	} else {
-		status.Phase = kubevirtv1.KubeVirtPhaseDeploying
-		msg = "Deploying version " + status.TargetKubeVirtVersion + ": " + msg
-		setCondition(status, kubevirtv1.KubeVirtConditionAvailable, corev1.ConditionFalse, ReasonDeploying, msg)
-		setCondition(status, kubevirtv1.KubeVirtConditionProgressing, corev1.ConditionTrue, ReasonDeploying, msg)
-		setCondition(status, kubevirtv1.KubeVirtConditionDegraded, corev1.ConditionFalse, ReasonDeploying, msg)
-	}
+	SyncConditions(status, ds.Annotations[templateHashAnnotation], ready, msg)
 	status.ObservedGeneration = &kv.Generation
 	if apiequality.Semantic.DeepEqual(status, &kv.Status) {
 		return nil
 	}
 	kv.Status = *status
 	return r.Client.Status().Update(ctx, kv)
+}
+
+// SyncConditions sets the phase, the deployment IDs and the Available/Progressing/Degraded
+// conditions as KubeVirt v1.8.4's virt-operator does in syncInstallation
+// (pkg/virt-operator/kubevirt.go), for a deployment config whose ID is target (virt-operator hashes
+// its deployment config, which includes migrations.network through
+// AdditionalPropertiesMigrationNetwork in pkg/virt-operator/util/config.go; here the rendered
+// virt-handler template stands for it) and a virt-handler DaemonSet that has rolledOut or not:
+//   - the phase becomes Deploying only when it is empty, Deployed once everything is ready;
+//   - isUpdating (an observed deployment ID that differs from the target) gives
+//     UpdateConditionsUpdating: Available=True, Progressing=True, Degraded=True, UpdateInProgress;
+//     otherwise (first install) UpdateConditionsDeploying: Available=False, Progressing=True,
+//     Degraded=False, DeploymentInProgress (pkg/virt-operator/util/client.go);
+//   - the reconciler's Sync returns true only once syncDaemonSet's canary upgrade has finished
+//     (pkg/virt-operator/resource/apply/apps.go, every pod updated and ready, DaemonsetIsReady in
+//     pkg/virt-operator/util/readycheck.go); then SetObservedDeploymentConfig records the target
+//     as observed and UpdateConditionsAvailable gives True/False/False, AllComponentsReady.
+func SyncConditions(status *kubevirtv1.KubeVirtStatus, target string, rolledOut bool, progress string) {
+	status.TargetDeploymentID = target
+	if status.Phase == "" {
+		status.Phase = kubevirtv1.KubeVirtPhaseDeploying
+	}
+	if rolledOut {
+		status.ObservedDeploymentID = target
+		status.Phase = kubevirtv1.KubeVirtPhaseDeployed
+		const msg = "All components are ready."
+		setCondition(status, kubevirtv1.KubeVirtConditionAvailable, corev1.ConditionTrue, ReasonReady, msg)
+		setCondition(status, kubevirtv1.KubeVirtConditionProgressing, corev1.ConditionFalse, ReasonReady, msg)
+		setCondition(status, kubevirtv1.KubeVirtConditionDegraded, corev1.ConditionFalse, ReasonReady, msg)
+		return
+	}
+	if status.ObservedDeploymentID != "" && status.ObservedDeploymentID != target {
+		msg := fmt.Sprintf("Transitioning from previous version %s with registry %s to target version %s using registry %s (%s)",
+			status.ObservedKubeVirtVersion, status.ObservedKubeVirtRegistry, status.TargetKubeVirtVersion, status.TargetKubeVirtRegistry, progress)
+		setCondition(status, kubevirtv1.KubeVirtConditionAvailable, corev1.ConditionTrue, ReasonUpdating, msg)
+		setCondition(status, kubevirtv1.KubeVirtConditionProgressing, corev1.ConditionTrue, ReasonUpdating, msg)
+		setCondition(status, kubevirtv1.KubeVirtConditionDegraded, corev1.ConditionTrue, ReasonUpdating, msg)
+		return
+	}
+	msg := fmt.Sprintf("Deploying version %s with registry %s (%s)", status.TargetKubeVirtVersion, status.TargetKubeVirtRegistry, progress)
+	setCondition(status, kubevirtv1.KubeVirtConditionAvailable, corev1.ConditionFalse, ReasonDeploying, msg)
+	setCondition(status, kubevirtv1.KubeVirtConditionProgressing, corev1.ConditionTrue, ReasonDeploying, msg)
+	setCondition(status, kubevirtv1.KubeVirtConditionDegraded, corev1.ConditionFalse, ReasonDeploying, msg)
 }
 
 // setCondition sets a KubeVirt condition, moving its transition time only when the status changes.
