@@ -143,14 +143,9 @@ func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, inCache
 	if len(LeakedAllocations(allocs, r.KubeVirtNamespace, inCache)) == 0 {
 		return held, nil
 	}
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "PodList"})
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(r.KubeVirtNamespace)); err != nil {
+	live, err := r.livePods(ctx)
+	if err != nil {
 		return held, err
-	}
-	live := make(map[string]bool, len(pods.Items))
-	for _, p := range pods.Items {
-		live[p.Namespace+"/"+p.Name] = true
 	}
 	leaked := LeakedAllocations(allocs, r.KubeVirtNamespace, func(ns, name string) bool {
 		return inCache(ns, name) || live[ns+"/"+name]
@@ -173,9 +168,27 @@ func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, inCache
 	return held - int64(len(leaked)), nil
 }
 
+// livePods are the pods of the KubeVirt namespace (namespace/name) as the API server has them now:
+// one list of their metadata, read after a pool, so an allocation in that pool whose pod is absent
+// here belongs to a pod that is gone (a pod exists before its sandbox gets an address).
+func (r *Controller) livePods(ctx context.Context) (map[string]bool, error) {
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "PodList"})
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(r.KubeVirtNamespace)); err != nil {
+		return nil, err
+	}
+	live := make(map[string]bool, len(pods.Items))
+	for _, p := range pods.Items {
+		live[p.Namespace+"/"+p.Name] = true
+	}
+	return live, nil
+}
+
 // cleanPools deletes stale whereabouts pools in namespace poolNamespace; without the whereabouts
-// CRD there is nothing to do.
-func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, podExists func(namespace, name string) bool) error {
+// CRD there is nothing to do. The cache (inCache) may lag behind the pools: the reconcile's view
+// can predate a new value whose virt-handlers already hold addresses in a pool, so a pool is
+// deleted only when its holders are absent from the API server too, read after the pools.
+func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, inCache func(namespace, name string) bool) error {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(IPPoolList)
 	if err := r.APIReader.List(ctx, list, client.InNamespace(r.WhereaboutsNamespace)); err != nil {
@@ -197,6 +210,14 @@ func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, podEx
 		}
 		pools = append(pools, p)
 	}
+	if len(StalePools(pools, current, r.KubeVirtNamespace, inCache)) == 0 {
+		return nil
+	}
+	live, err := r.livePods(ctx)
+	if err != nil {
+		return err
+	}
+	podExists := func(ns, name string) bool { return inCache(ns, name) || live[ns+"/"+name] }
 	for _, name := range StalePools(pools, current, r.KubeVirtNamespace, podExists) {
 		ctrl.LoggerFrom(ctx).Info("deleting whereabouts IPPool left by virt-handlers of a previous migration network", "ippool", name)
 		u := &unstructured.Unstructured{}
