@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -136,5 +137,112 @@ var _ = Describe("whereabouts allocations leaked by vanished virt-handlers", fun
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(allocs).To(HaveKeyWithValue(tenantKey, tenantAlloc[tenantKey]))
 		}).WithContext(ctx).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+})
+
+// These specs show the Multus simulator alone keeping whereabouts' state: migranet is stopped, so
+// nothing but a CNI DEL releases an address.
+var _ = Describe("the Multus simulator's whereabouts state, without migranet", Ordered, func() {
+	const nadName = "tiny-migration"
+	const poolName = "10.90.0.0-29"
+	// 10.90.0.0/29 minus the network, last, and excluded addresses: .4, .5, .6 — one per node.
+	rng := netip.MustParsePrefix("10.90.0.0/29")
+	BeforeAll(func(ctx context.Context) {
+		f.Manager.Stop()
+		Expect(f.Client.Create(ctx, &nadv1.NetworkAttachmentDefinition{
+			ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"bridge","bridge":"migration-br",` +
+				`"ipam":{"type":"whereabouts","range":"10.90.0.0/29","exclude":["10.90.0.1/32","10.90.0.2/31"]}}`},
+		})).To(Succeed())
+	})
+	AfterAll(func(ctx context.Context) {
+		Expect(f.Manager.Start(ctx)).To(Succeed())
+		Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
+		setMigrationNetwork(ctx, "")
+		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
+		Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &nadv1.NetworkAttachmentDefinition{
+			ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName}}))).To(Succeed())
+	})
+
+	// Fault caught: a simulator whose pool differs from whereabouts' (name, range, offset keys,
+	// entry fields, lowest free offset), which would let migranet's pool handling pass here and
+	// fail on a real cluster.
+	It("writes the range's IPPool as whereabouts does", func(ctx context.Context) {
+		setMigrationNetwork(ctx, nadName)
+		Eventually(func(g Gomega) {
+			now := virtHandlers(ctx)
+			g.Expect(now).To(HaveLen(3))
+			for _, p := range now {
+				g.Expect(p.Annotations).To(HaveKeyWithValue(sim.NetworksAnnotation, nadName+"@"+sim.MigrationInterface))
+				g.Expect(podReady(&p)).To(BeTrue(), "virt-handlers: %s", describeVirtHandlers(ctx))
+			}
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(sim.IPPoolGVK)
+		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: poolName}, u)).To(Succeed())
+		spec, _, _ := unstructured.NestedString(u.Object, "spec", "range")
+		Expect(spec).To(Equal("10.90.0.0/29"))
+		allocs, err := poolAllocations(ctx, poolName)
+		Expect(err).NotTo(HaveOccurred())
+		want := map[string]string{}
+		for _, p := range virtHandlers(ctx) {
+			want[sim.OffsetKey(rng, migrationIP(&p))] = cluster.KubeVirtNamespace + "/" + p.Name
+		}
+		Expect(podRefs(allocs)).To(Equal(want))
+		Expect(allocs).To(HaveLen(3))
+		Expect(allocs).To(HaveKey("4"))
+		Expect(allocs).To(HaveKey("5"))
+		Expect(allocs).To(HaveKey("6"))
+		for _, a := range allocs {
+			Expect(a.ID).To(MatchRegexp(`^[0-9a-f]{64}$`))
+			Expect(a.IfName).To(Equal(sim.MigrationInterface))
+		}
+	})
+
+	// Fault caught: a simulator that frees an address when a pod object is merely gone (hiding
+	// the leak migranet must repair), or never frees it (making every rollout leak).
+	It("releases a gracefully deleted pod's address (CNI DEL) and keeps a force-deleted pod's (leak)", func(ctx context.Context) {
+		graceful := virtHandlers(ctx)[0]
+		Expect(f.Client.Delete(ctx, &graceful)).To(Succeed())
+		Eventually(func(g Gomega) {
+			allocs, err := poolAllocations(ctx, poolName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(podRefs(allocs)).NotTo(ContainElement(cluster.KubeVirtNamespace + "/" + graceful.Name))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		Eventually(func(g Gomega) { // its replacement got the address
+			now := virtHandlers(ctx)
+			g.Expect(now).To(HaveLen(3))
+			for _, p := range now {
+				g.Expect(p.Name).NotTo(Equal(graceful.Name))
+				g.Expect(podReady(&p)).To(BeTrue(), "virt-handlers: %s", describeVirtHandlers(ctx))
+			}
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+
+		forced := virtHandlers(ctx)[0]
+		Expect(f.Client.Delete(ctx, &forced, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(f.Client.List(ctx, events, client.InNamespace(cluster.KubeVirtNamespace))).To(Succeed())
+			var msgs []string
+			for _, e := range events.Items {
+				if e.Reason == "FailedCreatePodSandBox" && e.InvolvedObject.Kind == "Pod" {
+					msgs = append(msgs, e.Message)
+				}
+			}
+			g.Expect(msgs).To(ContainElement(ContainSubstring(`error at storage engine: Could not allocate IP in range: ` +
+				`ip: 10.90.0.1 / - 10.90.0.6 / range: 10.90.0.0/29 / excludeRanges: [10.90.0.1/32 10.90.0.2/31]`)))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		Consistently(func(g Gomega) {
+			allocs, err := poolAllocations(ctx, poolName)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(podRefs(allocs)).To(ContainElement(cluster.KubeVirtNamespace+"/"+forced.Name), "the leaked allocation")
+			ready := 0
+			for _, p := range virtHandlers(ctx) {
+				if podReady(&p) {
+					ready++
+				}
+			}
+			g.Expect(ready).To(Equal(2), "the replacement has no address")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
 	})
 })
