@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -126,6 +127,31 @@ func TestNearFull(t *testing.T) {
 	for used, want := range map[int64]bool{0: false, 3: false, 4: true, 5: true} {
 		if got := nearFull(m, used); got != want {
 			t.Errorf("nearFull(5 usable, %d used) = %v, want %v", used, got, want)
+		}
+	}
+}
+
+// TestNextPoolCheck: when the current pool is looked at for leaks.
+// Catches: a check on every reconcile (an API GET per pod event), or none after a deletion or
+// while the range runs full (a leak left until the backstop).
+func TestNextPoolCheck(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name           string
+		last, now      time.Time
+		prompt, nearly bool
+		want           time.Duration
+	}{
+		{"never checked this range", time.Time{}, t0, false, false, 0},
+		{"just checked, nothing happened", t0, t0.Add(time.Second), false, false, PoolCheckInterval - time.Second},
+		{"backstop due", t0, t0.Add(PoolCheckInterval), false, false, 0},
+		{"pod vanished, spaced", t0, t0.Add(time.Second), true, false, PoolCheckSpacing - time.Second},
+		{"pod vanished, due", t0, t0.Add(PoolCheckSpacing), true, true, 0},
+		{"near full", t0, t0.Add(5 * time.Second), false, true, PoolCheckNearFull - 5*time.Second},
+	}
+	for _, tc := range cases {
+		if got := nextPoolCheck(tc.last, tc.now, tc.prompt, tc.nearly); got != tc.want {
+			t.Errorf("%s: next check in %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -75,15 +75,8 @@ func (r *Controller) checkPoolDue(ctx context.Context, m *settings.MigrationNetw
 		st.seen[ref] = true
 	}
 
-	now, interval := time.Now(), PoolCheckInterval
-	if nearFull(m, max(used, st.held)) {
-		interval = PoolCheckNearFull
-	}
-	wait := interval - now.Sub(st.last)
-	if vanished || st.retry {
-		wait = PoolCheckSpacing - now.Sub(st.last)
-	}
-	if !st.last.IsZero() && wait > 0 {
+	now := time.Now()
+	if wait := nextPoolCheck(st.last, now, vanished || st.retry, nearFull(m, max(used, st.held))); wait > 0 {
 		return max(used, st.held), wait, nil
 	}
 	held, err := r.releaseLeaks(ctx, st.rng, func(ns, name string) bool { return present[ns+"/"+name] })
@@ -97,10 +90,24 @@ func (r *Controller) checkPoolDue(ctx context.Context, m *settings.MigrationNetw
 		return max(used, st.held), PoolCheckSpacing, err
 	}
 	st.held, st.seen = held, present
-	if nearFull(m, max(used, held)) {
+	return max(used, held), nextPoolCheck(now, now, false, nearFull(m, max(used, held))), nil
+}
+
+// nextPoolCheck is how long after now the pool is due for a check (≤ 0: now), given the last check
+// (zero: none yet for this range), whether something calls for a prompt one (a virt-handler pod
+// vanished, or the last check failed) and whether the pool is near full.
+func nextPoolCheck(last, now time.Time, prompt, nearFull bool) time.Duration {
+	if last.IsZero() {
+		return 0
+	}
+	interval := PoolCheckInterval
+	switch {
+	case prompt:
+		interval = PoolCheckSpacing
+	case nearFull:
 		interval = PoolCheckNearFull
 	}
-	return max(used, held), interval, nil
+	return interval - now.Sub(last)
 }
 
 // nearFull is the IPCapacity condition's threshold: fewer than 2, or fewer than 10 %, of the
