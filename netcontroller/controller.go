@@ -2,6 +2,7 @@ package netcontroller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync/atomic"
@@ -52,6 +53,8 @@ type Controller struct {
 	// cleaned is the hash whose stale pools were last cleaned, so the cleanup runs once per
 	// applied value, after its rollout, and never on the hot path of node or pod events.
 	cleaned atomic.Pointer[string]
+	// pool schedules the release of leaked allocations in the current range's pool (poolcheck.go).
+	pool poolCheck
 }
 
 // SetupWithManager watches the setting, virt-handler pods, nodes and the KubeVirt CR; it runs on
@@ -102,6 +105,9 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// The pool is the leader's to read and mend: it releases leaked allocations and counts the
+	// pool's in obs.Used (capacity only; readiness does not depend on it).
+	requeue, poolErr := r.checkPool(ctx, m, in, &obs)
 	conds, fields, capacity := statusOf(snap, m, obs)
 	r.Metrics.observed(snap, capacity)
 	r.recordTransitions(s, conds)
@@ -110,7 +116,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.cleanOnce(ctx, snap, in)
+	return reconcile.Result{RequeueAfter: requeue}, errors.Join(poolErr, r.cleanOnce(ctx, snap, in))
 }
 
 // statusOf is the network part of the setting's status: the Ready condition, and IPCapacity with

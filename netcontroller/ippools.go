@@ -2,10 +2,15 @@ package netcontroller
 
 import (
 	"context"
+	"fmt"
+	"math/big"
 	"net/netip"
+	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,12 +20,30 @@ import (
 // IPPoolList is whereabouts' list kind for its per-range allocation pools.
 var IPPoolList = schema.GroupVersionKind{Group: "whereabouts.cni.cncf.io", Version: "v1alpha1", Kind: "IPPoolList"}
 
+// ipPoolKind is whereabouts' IPPool.
+var ipPoolKind = schema.GroupVersionKind{Group: IPPoolList.Group, Version: IPPoolList.Version, Kind: "IPPool"}
+
 // Pool is what the cleanup looks at in a whereabouts IPPool.
 type Pool struct {
 	Name  string
 	Range string
 	// PodRefs are the namespace/name of every allocation's pod.
 	PodRefs []string
+}
+
+// Allocation is one entry of an IPPool's spec.allocations (keyed by the address' offset from the
+// start of the range): the container and pod that hold the address.
+type Allocation struct {
+	ID     string `json:"id"`
+	PodRef string `json:"podref"`
+	IfName string `json:"ifname,omitempty"`
+}
+
+// goneVirtHandler reports whether podRef (namespace/name) names a virt-handler pod of the KubeVirt
+// namespace that no longer exists: the only holder whose addresses migranet gives back.
+func goneVirtHandler(podRef, namespace string, podExists func(namespace, name string) bool) bool {
+	ns, name, ok := strings.Cut(podRef, "/")
+	return ok && ns == namespace && strings.HasPrefix(name, VirtHandlerValue+"-") && !podExists(ns, name)
 }
 
 // StalePools names the pools migranet's virt-handlers left behind: pools whose range is not the
@@ -38,8 +61,7 @@ func StalePools(pools []Pool, current netip.Prefix, namespace string, podExists 
 		}
 		ours := true
 		for _, ref := range p.PodRefs {
-			ns, name, ok := strings.Cut(ref, "/")
-			if !ok || ns != namespace || !strings.HasPrefix(name, VirtHandlerValue+"-") || podExists(ns, name) {
+			if !goneVirtHandler(ref, namespace, podExists) {
 				ours = false
 				break
 			}
@@ -51,9 +73,122 @@ func StalePools(pools []Pool, current netip.Prefix, namespace string, podExists 
 	return stale
 }
 
+// LeakedAllocations returns, in address order, the keys of the allocations of the current pool
+// that nothing will ever release: those held by a virt-handler pod of the KubeVirt namespace
+// (<namespace>/virt-handler-*) that no longer exists. whereabouts frees an address only on CNI
+// DEL, which a pod that vanished without a graceful teardown (force delete, lost node) never
+// gets (Harvester issue #9598). Another namespace's pod, a live pod and any pod not named
+// virt-handler-* keep their allocations, whether or not they exist.
+func LeakedAllocations(allocations map[string]Allocation, namespace string, podExists func(namespace, name string) bool) []string {
+	var keys []string
+	for key, a := range allocations {
+		if goneVirtHandler(a.PodRef, namespace, podExists) {
+			keys = append(keys, key)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return offsetLess(keys[i], keys[j]) })
+	return keys
+}
+
+// offsetLess orders allocation keys by offset (decimal numbers), keys that are not numbers last.
+func offsetLess(a, b string) bool {
+	x, okA := new(big.Int).SetString(a, 10)
+	y, okB := new(big.Int).SetString(b, 10)
+	switch {
+	case okA && okB:
+		return x.Cmp(y) < 0
+	case okA != okB:
+		return okA
+	}
+	return a < b
+}
+
+// PoolName is the IPPool whereabouts keeps rng's allocations in, for a NAD without network_name
+// (migranet renders none): the range's network in CIDR notation with every ':' and '/' replaced
+// by '-' (whereabouts' IPPoolName and normalizeRange): 192.168.100.0/24 → 192.168.100.0-24.
+func PoolName(rng netip.Prefix) string {
+	s := rng.Masked().String()
+	if strings.HasSuffix(s, ":") {
+		s += "0"
+	}
+	return strings.NewReplacer(":", "-", "/", "-").Replace(s)
+}
+
+// releaseLeaks reads the current range's pool and removes the allocations LeakedAllocations
+// finds, with one resourceVersion-guarded update (a conflict is returned; the caller retries).
+// A pod the cache has not seen yet may already hold an address (the CNI ADD runs before the
+// informer delivers the pod), so a candidate counts as gone only when it is absent from both the
+// cache (inCache) and the API server, read after the pool. It returns how many allocations the
+// pool holds afterwards (0 when there is no pool or no IPPool CRD yet).
+func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, inCache func(namespace, name string) bool) (int64, error) {
+	pool := &unstructured.Unstructured{}
+	pool.SetGroupVersionKind(ipPoolKind)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.WhereaboutsNamespace, Name: PoolName(rng)}, pool)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	raw, _, _ := unstructured.NestedMap(pool.Object, "spec", "allocations")
+	allocs := make(map[string]Allocation, len(raw))
+	for key, v := range raw {
+		m, _ := v.(map[string]any)
+		id, _ := m["id"].(string)
+		ref, _ := m["podref"].(string)
+		ifName, _ := m["ifname"].(string)
+		allocs[key] = Allocation{ID: id, PodRef: ref, IfName: ifName}
+	}
+	held := int64(len(allocs))
+	if len(LeakedAllocations(allocs, r.KubeVirtNamespace, inCache)) == 0 {
+		return held, nil
+	}
+	live, err := r.livePods(ctx)
+	if err != nil {
+		return held, err
+	}
+	leaked := LeakedAllocations(allocs, r.KubeVirtNamespace, func(ns, name string) bool {
+		return inCache(ns, name) || live[ns+"/"+name]
+	})
+	if len(leaked) == 0 {
+		return held, nil
+	}
+	released := make([]string, 0, len(leaked))
+	for _, key := range leaked {
+		released = append(released, fmt.Sprintf("%s (offset %s)", allocs[key].PodRef, key))
+		unstructured.RemoveNestedField(pool.Object, "spec", "allocations", key)
+	}
+	// The update carries the resourceVersion read above: whereabouts writes its pools with the
+	// same optimistic concurrency, so an allocation made meanwhile makes this fail, not vanish.
+	if err := r.Client.Update(ctx, pool); err != nil {
+		return held, err
+	}
+	ctrl.LoggerFrom(ctx).Info("released whereabouts allocations of virt-handler pods that no longer exist",
+		"ippool", pool.GetName(), "range", rng.String(), "released", released)
+	return held - int64(len(leaked)), nil
+}
+
+// livePods are the pods of the KubeVirt namespace (namespace/name) as the API server has them now:
+// one list of their metadata, read after a pool, so an allocation in that pool whose pod is absent
+// here belongs to a pod that is gone (a pod exists before its sandbox gets an address).
+func (r *Controller) livePods(ctx context.Context) (map[string]bool, error) {
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "PodList"})
+	if err := r.APIReader.List(ctx, pods, client.InNamespace(r.KubeVirtNamespace)); err != nil {
+		return nil, err
+	}
+	live := make(map[string]bool, len(pods.Items))
+	for _, p := range pods.Items {
+		live[p.Namespace+"/"+p.Name] = true
+	}
+	return live, nil
+}
+
 // cleanPools deletes stale whereabouts pools in namespace poolNamespace; without the whereabouts
-// CRD there is nothing to do.
-func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, podExists func(namespace, name string) bool) error {
+// CRD there is nothing to do. The cache (inCache) may lag behind the pools: the reconcile's view
+// can predate a new value whose virt-handlers already hold addresses in a pool, so a pool is
+// deleted only when its holders are absent from the API server too, read after the pools.
+func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, inCache func(namespace, name string) bool) error {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(IPPoolList)
 	if err := r.APIReader.List(ctx, list, client.InNamespace(r.WhereaboutsNamespace)); err != nil {
@@ -75,10 +210,18 @@ func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, podEx
 		}
 		pools = append(pools, p)
 	}
+	if len(StalePools(pools, current, r.KubeVirtNamespace, inCache)) == 0 {
+		return nil
+	}
+	live, err := r.livePods(ctx)
+	if err != nil {
+		return err
+	}
+	podExists := func(ns, name string) bool { return inCache(ns, name) || live[ns+"/"+name] }
 	for _, name := range StalePools(pools, current, r.KubeVirtNamespace, podExists) {
 		ctrl.LoggerFrom(ctx).Info("deleting whereabouts IPPool left by virt-handlers of a previous migration network", "ippool", name)
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(schema.GroupVersionKind{Group: IPPoolList.Group, Version: IPPoolList.Version, Kind: "IPPool"})
+		u.SetGroupVersionKind(ipPoolKind)
 		u.SetNamespace(r.WhereaboutsNamespace)
 		u.SetName(name)
 		if err := r.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {

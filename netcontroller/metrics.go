@@ -20,7 +20,7 @@ const (
 	ControllerName = "netcontroller"
 	StepObserve    = "observe" // reading nodes, virt-handler pods and the KubeVirt CR from the cache
 	StepStatus     = "status"  // writing Ready, IPCapacity, nodes and capacity
-	StepCleanup    = "cleanup" // deleting stale whereabouts IP pools, once per applied value
+	StepCleanup    = "cleanup" // whereabouts IP pools: stale pools deleted once per applied value; leaked allocations of the current pool released
 )
 
 // Metrics are the network controller's collectors: its reconcile steps and gauges of its latest
@@ -51,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{&m.ready, MetricReady, "1 when the vm-migration-network setting is Ready (every eligible node attached, or no migration network and KubeVirt available), else 0.", nil},
 		{&m.configured, MetricConfigured, "1 when the vm-migration-network setting asks for a migration network, 0 when migrations use the pod network.", nil},
 		{&m.nodes, MetricNodes, "Nodes eligible for virt-handler (state=eligible) and those of them attached to the migration network with an address in its range (state=attached); absent while no migration network is configured.", []string{"state"}},
-		{&m.addresses, MetricAddresses, "Addresses of the migration range: assignable (kind=usable) and held by virt-handler pods (kind=used); absent while no migration network is configured.", []string{"kind"}},
+		{&m.addresses, MetricAddresses, "Addresses of the migration range: assignable (kind=usable) and held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report); absent while no migration network is configured.", []string{"kind"}},
 	}
 	for _, g := range gauges {
 		vec, err := settings.RegisterOrReuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, g.labels))

@@ -46,7 +46,7 @@ func TestGaugesFollowObservations(t *testing.T) {
 	observeInto(t, m, valueA, h("h1", "n1", "net-a@migration0", "192.168.100.2"), h("h2", "n2", "net-a@migration0", "192.168.100.3"),
 		h("h3", "n3", "net-old@migration0", ""))
 	want := `
-# HELP migranet_migration_network_addresses Addresses of the migration range: assignable (kind=usable) and held by virt-handler pods (kind=used); absent while no migration network is configured.
+# HELP migranet_migration_network_addresses Addresses of the migration range: assignable (kind=usable) and held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report); absent while no migration network is configured.
 # TYPE migranet_migration_network_addresses gauge
 migranet_migration_network_addresses{kind="usable"} 254
 migranet_migration_network_addresses{kind="used"} 2

@@ -43,7 +43,8 @@ type Observation struct {
 	Nodes    []v1beta1.NodeMigrationStatus // one per eligible node, sorted by name
 	Eligible int
 	Attached int
-	// Used counts distinct addresses of the range held by virt-handler pods, on any node.
+	// Used counts distinct addresses of the range held by virt-handler pods, on any node (the
+	// controller raises it to the allocation count of the range's whereabouts IPPool).
 	Used int64
 }
 

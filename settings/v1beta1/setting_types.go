@@ -85,7 +85,9 @@ type NodeMigrationStatus struct {
 type IPCapacity struct {
 	// Usable is the number of assignable addresses (range minus network, broadcast and excludes).
 	Usable int64 `json:"usable"`
-	// Used is the number of addresses held by virt-handler pods.
+	// Used is the number of addresses held in the range: the allocations of its whereabouts
+	// IPPool (virt-handlers', other pods', leaked ones not yet released), at least those
+	// virt-handler pods report.
 	Used int64 `json:"used"`
 	// Free is Usable minus Used.
 	Free int64 `json:"free"`

@@ -23,6 +23,7 @@ import (
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/test/sim"
 )
 
 const (
@@ -334,33 +335,70 @@ func freshEventBudget(ctx context.Context) {
 var _ = Describe("whereabouts IP pool cleanup", func() {
 	BeforeEach(func() { DeferCleanup(resetToPodNetwork) })
 
+	// Faults caught: a pool of an earlier range left behind by gone virt-handlers stays forever;
+	// a pool another namespace's pod holds an address in is deleted; the pool of the range in use
+	// is deleted (its live allocations with it) instead of having only its leaked ones released.
 	It("deletes the pools virt-handlers of earlier ranges left behind, and only those", func(ctx context.Context) {
+		// Hand-made allocations stand for what force-deleted virt-handlers of earlier ranges and
+		// another namespace's pods left; the Multus simulator writes the current range's pool for
+		// real. pool writes allocations (offsets 2, 3, …) into a pool, creating it if needed: the
+		// current range's pool may exist from earlier specs (empty: their virt-handlers rolled
+		// gracefully, so whereabouts' DEL released their addresses).
 		pool := func(name, rng string, refs ...string) *unstructured.Unstructured {
-			allocs := map[string]any{}
-			for i, ref := range refs {
-				allocs[fmt.Sprint(i+2)] = map[string]any{"id": fmt.Sprintf("c%d", i), "podref": ref}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(sim.IPPoolGVK)
+			err := f.Client.Get(ctx, client.ObjectKey{Namespace: sim.WhereaboutsNamespace, Name: name}, u)
+			Expect(client.IgnoreNotFound(err)).To(Succeed())
+			exists := err == nil
+			if !exists {
+				u.SetNamespace(sim.WhereaboutsNamespace)
+				u.SetName(name)
+				Expect(unstructured.SetNestedField(u.Object, rng, "spec", "range")).To(Succeed())
 			}
-			u := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "whereabouts.cni.cncf.io/v1alpha1", "kind": "IPPool",
-				"metadata": map[string]any{"name": name, "namespace": "kube-system"},
-				"spec":     map[string]any{"range": rng, "allocations": allocs},
-			}}
-			Expect(f.Client.Create(ctx, u)).To(Succeed())
-			DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, u))).To(Succeed()) })
+			allocs, _, _ := unstructured.NestedMap(u.Object, "spec", "allocations")
+			if allocs == nil {
+				allocs = map[string]any{}
+			}
+			for i, ref := range refs {
+				key := fmt.Sprint(i + 2)
+				Expect(allocs).NotTo(HaveKey(key), "pool %s: offset %s already held", name, key)
+				allocs[key] = map[string]any{"id": fmt.Sprintf("c%d", i), "podref": ref, "ifname": "migration0"}
+			}
+			Expect(unstructured.SetNestedMap(u.Object, allocs, "spec", "allocations")).To(Succeed())
+			if exists {
+				Expect(f.Client.Update(ctx, u)).To(Succeed())
+			} else {
+				Expect(f.Client.Create(ctx, u)).To(Succeed())
+			}
 			return u
 		}
-		old := pool("10.77.0.0-25", "10.77.0.0/25", "kubevirt/virt-handler-gone1", "kubevirt/virt-handler-gone2")
+		old := pool("10.76.0.0-25", "10.76.0.0/25", "kubevirt/virt-handler-gone1", "kubevirt/virt-handler-gone2")
 		foreign := pool("10.79.0.0-24", "10.79.0.0/24", "tenant/web-0")
-		current := pool("192.168.100.0-24", "192.168.100.0/24", "kubevirt/virt-handler-gone1")
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, foreign))).To(Succeed()) })
+		// The current range's pool already holds a leaked allocation (offset 2) when the network
+		// comes back to it: migranet releases it at its first look at the pool.
+		pool("192.168.100.0-24", "192.168.100.0/24", "kubevirt/virt-handler-gone1")
 
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
 		Eventually(func() bool {
 			return apierrors.IsNotFound(f.Client.Get(ctx, client.ObjectKeyFromObject(old), old.DeepCopy()))
 		}).WithTimeout(framework.Short).Should(BeTrue(), "the pool of the old range")
+		want := map[string]string{}
+		for _, p := range virtHandlers(ctx) {
+			want[sim.OffsetKey(netip.MustParsePrefix("192.168.100.0/24"), migrationIP(&p))] = cluster.KubeVirtNamespace + "/" + p.Name
+		}
+		Expect(want).To(HaveLen(3))
+		Eventually(func(g Gomega) map[string]string {
+			allocs, err := poolAllocations(ctx, "192.168.100.0-24")
+			g.Expect(err).NotTo(HaveOccurred())
+			return podRefs(allocs)
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(want), "the current pool: leaked allocation released, live ones kept")
 		Consistently(func(g Gomega) {
 			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(foreign), foreign.DeepCopy())).To(Succeed())
-			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(current), current.DeepCopy())).To(Succeed())
+			allocs, err := poolAllocations(ctx, "192.168.100.0-24")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(allocs).To(HaveLen(3))
 		}).WithTimeout(2 * time.Second).Should(Succeed())
 	})
 })

@@ -9,11 +9,18 @@
 //     Available with reason AllComponentsReady once every virt-handler pod is updated and ready,
 //     DeploymentInProgress while they roll.
 //   - Multus stands in for Multus + the bridge CNI + whereabouts IPAM: for a scheduled pod that
-//     asks for extra networks it looks up each NetworkAttachmentDefinition, allocates the lowest
-//     free address of its whereabouts range (minus excludes, network and broadcast) and writes the
+//     asks for extra networks it looks up each NetworkAttachmentDefinition, allocates an address
+//     of its whereabouts range as whereabouts does — in the IPPool of that range in kube-system
+//     (named by IPPoolName/normalizeRange, spec.allocations keyed by the decimal offset from the
+//     range start, each {id, podref, ifname}), the lowest free offset as IterateForAssignment
+//     picks it (not the network or last address, not excluded, not held), written with a
+//     resourceVersion-guarded JSON patch as KubernetesIPPool.Update does — and writes the
 //     k8s.v1.cni.cncf.io/network-status annotation; kwok marks the pod Ready only then. A missing
-//     NAD leaves the pod not ready, with a FailedCreatePodSandBox event, and is retried, as
-//     kubelet retries a failed sandbox.
+//     NAD or an exhausted range ("Could not allocate IP in range: ...", whereabouts' own text)
+//     leaves the pod not ready, with a FailedCreatePodSandBox event, and is retried, as kubelet
+//     retries a failed sandbox. An address is released only by a CNI DEL, i.e. when the pod is
+//     seen terminating gracefully or finished; a pod that vanishes otherwise (force delete with
+//     grace period 0, lost node) leaks its allocation, as in a real cluster.
 //   - VirtHandlerStandIn is not virt-handler: it runs no domain and moves no bytes. It makes only
 //     the writes KubeVirt v1.7.0's virt-handler makes to a VirtualMachineInstance, each with a
 //     kubevirt-handler token bound to the virt-handler pod of the node concerned (KubeVirt's node

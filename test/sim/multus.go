@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -14,46 +16,117 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Multus is the Multus + bridge CNI + whereabouts simulator (see the package documentation).
+//
+// Allocations live where whereabouts keeps them: in IPPool objects in WhereaboutsNamespace, one
+// per range (PoolName), read and written through the API server with resourceVersion-guarded
+// JSON patches (whereaboutsAdd, whereaboutsDel). The simulator keeps in memory only what Multus
+// caches of each ADD to run DEL from later (the pool and interface of each attachment, by
+// sandbox), so a DEL still works after the NAD is gone.
+//
+// An address is released only by a CNI DEL, and the kubelet runs DEL only when it tears a
+// sandbox down: here, when a pod is seen terminating gracefully (a deletionTimestamp with a
+// grace period; kwok then deletes it) or finished (Succeeded, Failed). A pod that vanishes
+// without that — force-deleted with grace period 0, bound to a lost node and removed by the pod
+// garbage collector, deleted while the simulator was not watching — keeps its allocation in the
+// IPPool for good, as in a real cluster (Harvester issue #9598).
 type Multus struct {
 	Client   client.Client
 	Recorder record.EventRecorder
 
 	mu sync.Mutex
-	// held are the addresses this simulator handed out, by pod; the cache may lag behind them.
-	held map[types.UID][]netip.Addr
+	// sandboxes are the attached pods' sandboxes, by pod UID.
+	sandboxes map[types.UID]*sandbox
 }
+
+// sandbox is what Multus remembers of a pod sandbox's ADD.
+type sandbox struct {
+	containerID string
+	attached    []attachment
+	// teardown: the kubelet tears this sandbox down, so DEL is due.
+	teardown bool
+}
+
+// attachment is one network's allocation: the IPPool it lives in and the pod's interface.
+type attachment struct{ pool, ifName string }
 
 // SetupWithManager registers the simulator with a manager.
 func (r *Multus) SetupWithManager(mgr ctrl.Manager) error {
-	r.held = map[types.UID][]netip.Addr{}
+	r.sandboxes = map[types.UID]*sandbox{}
 	wantsNetworks := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetAnnotations()[NetworksAnnotation]
 		return ok
 	})
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	enqueue := func(o client.Object, q queue) {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+	}
+	// Deletions are judged from the events themselves: by the time a request is processed, kwok
+	// may have removed a gracefully deleted pod already.
+	events := handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { enqueue(e.Object, q) },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			r.observe(e.ObjectNew, false)
+			enqueue(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
+			r.observe(e.Object, true)
+			enqueue(e.Object, q)
+		},
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-multus").
-		For(&corev1.Pod{}, builder.WithPredicates(wantsNetworks)).
+		Watches(&corev1.Pod{}, events, builder.WithPredicates(wantsNetworks)).
 		Complete(r)
 }
 
-// Reconcile attaches a scheduled pod's extra networks once, as Multus does at sandbox creation.
+// observe marks a pod's sandbox for DEL when the pod terminates gracefully or has finished, and
+// forgets the sandbox of a pod that is gone without that: its allocations leak.
+func (r *Multus) observe(o client.Object, gone bool) {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb := r.sandboxes[pod.UID]
+	switch {
+	case sb == nil:
+	case tornDown(pod):
+		sb.teardown = true
+	case gone && !sb.teardown:
+		delete(r.sandboxes, pod.UID)
+	}
+}
+
+// tornDown reports whether the kubelet tears the pod's sandbox down (and so runs CNI DEL): the
+// pod is being deleted with a grace period, or its containers have all ended. A deletion with
+// grace period 0 removes the object at once; nothing on the node is told.
+func tornDown(pod *corev1.Pod) bool {
+	graceful := pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds > 0
+	return graceful || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// Reconcile runs the DELs that are due, then attaches a scheduled pod's extra networks once, as
+// Multus does at sandbox creation.
 func (r *Multus) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.runDELs(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if pod.DeletionTimestamp != nil {
-		r.release(pod.UID)
-		return reconcile.Result{}, nil
-	}
-	if pod.Spec.NodeName == "" || pod.Annotations[NetworkStatusAnnotation] != "" {
+	if pod.DeletionTimestamp != nil || tornDown(pod) || pod.Spec.NodeName == "" || pod.Annotations[NetworkStatusAnnotation] != "" {
 		return reconcile.Result{}, nil
 	}
 	statuses, err := r.attach(ctx, pod)
@@ -71,134 +144,87 @@ func (r *Multus) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	return reconcile.Result{}, r.Client.Patch(ctx, pod, patch)
 }
 
-// attach resolves every requested network and allocates its address.
+// runDELs releases the allocations of every sandbox marked for teardown (cmdDel: IPManagement
+// in Deallocate mode, per attachment).
+func (r *Multus) runDELs(ctx context.Context) error {
+	r.mu.Lock()
+	due := map[types.UID]sandbox{}
+	for uid, sb := range r.sandboxes {
+		if sb.teardown {
+			due[uid] = *sb
+		}
+	}
+	r.mu.Unlock()
+	for uid, sb := range due {
+		for _, a := range sb.attached {
+			if err := whereaboutsDel(ctx, r.Client, a.pool, sb.containerID, a.ifName); err != nil {
+				return fmt.Errorf("DEL of pod %s on %s: %w", uid, a.pool, err)
+			}
+		}
+		r.mu.Lock()
+		delete(r.sandboxes, uid)
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// attach resolves every requested network and allocates its address. On a failure the networks
+// attached so far are released again, as Multus deletes the delegates it added.
 func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkStatus, error) {
 	elems, err := nadutils.ParseNetworkAnnotation(pod.Annotations[NetworksAnnotation], pod.Namespace)
 	if err != nil {
 		return nil, err
 	}
+	sum := sha256.Sum256([]byte(pod.UID))
+	sb := &sandbox{containerID: hex.EncodeToString(sum[:])}
+	r.mu.Lock()
+	r.sandboxes[pod.UID] = sb // registered first, so a deletion seen meanwhile marks it
+	r.mu.Unlock()
 	statuses := []nadv1.NetworkStatus{{Name: "kwok-pod-network", Interface: "eth0", Default: true}}
-	var taken []netip.Addr
 	for i, e := range elems {
-		nad := &nadv1.NetworkAttachmentDefinition{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, nad); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("error adding container to network %q: cannot find a network-attachment-definition (%s) in namespace (%s)", e.Name, e.Name, e.Namespace)
-			}
-			return nil, err
-		}
-		ip, err := r.allocate(ctx, pod, nad, taken)
-		if err != nil {
-			r.release(pod.UID)
-			return nil, fmt.Errorf("error adding container to network %q: %v", e.Name, err)
-		}
-		taken = append(taken, ip)
 		iface := e.InterfaceRequest
 		if iface == "" {
 			iface = fmt.Sprintf("net%d", i+1)
 		}
-		statuses = append(statuses, nadv1.NetworkStatus{
-			Name: e.Namespace + "/" + e.Name, Interface: iface, IPs: []string{ip.String()}, Mac: macFor(ip),
-		})
+		ip, pool, err := r.allocate(ctx, pod, e.Namespace, e.Name, sb.containerID, iface)
+		if err == nil {
+			r.mu.Lock()
+			sb.attached = append(sb.attached, attachment{pool: pool, ifName: iface})
+			r.mu.Unlock()
+			statuses = append(statuses, nadv1.NetworkStatus{
+				Name: e.Namespace + "/" + e.Name, Interface: iface, IPs: []string{ip.String()}, Mac: macFor(ip),
+			})
+			continue
+		}
+		r.mu.Lock()
+		sb.teardown = true
+		r.mu.Unlock()
+		if delErr := r.runDELs(ctx); delErr != nil {
+			err = fmt.Errorf("%w; and while cleaning up: %v", err, delErr)
+		}
+		return nil, fmt.Errorf("error adding container to network %q: %w", e.Name, err)
 	}
 	return statuses, nil
 }
 
-// whereaboutsIPAM is the part of a NAD's CNI config the simulator reads.
-type whereaboutsIPAM struct {
-	IPAM struct {
-		Type    string   `json:"type"`
-		Range   string   `json:"range"`
-		Exclude []string `json:"exclude"`
-	} `json:"ipam"`
-}
-
-// allocate hands out the lowest free address of the NAD's whereabouts range, skipping the
-// network and last address, excluded prefixes, and addresses held by other pods.
-func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, nad *nadv1.NetworkAttachmentDefinition, also []netip.Addr) (netip.Addr, error) {
-	var cfg whereaboutsIPAM
-	if err := json.Unmarshal([]byte(nad.Spec.Config), &cfg); err != nil {
-		return netip.Addr{}, fmt.Errorf("invalid CNI config: %v", err)
+// allocate asks whereabouts for an address of the NAD's range for the pod's interface.
+func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name, containerID, ifName string) (netip.Addr, string, error) {
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, nad); err != nil {
+		if apierrors.IsNotFound(err) {
+			return netip.Addr{}, "", fmt.Errorf("cannot find a network-attachment-definition (%s) in namespace (%s)", name, namespace)
+		}
+		return netip.Addr{}, "", err
 	}
-	if cfg.IPAM.Type != "whereabouts" {
-		return netip.Addr{}, fmt.Errorf("ipam type %q is not simulated (only whereabouts)", cfg.IPAM.Type)
-	}
-	prefix, err := netip.ParsePrefix(cfg.IPAM.Range)
+	rng, err := ParseWhereaboutsRange(nad.Spec.Config)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("whereabouts range: %v", err)
+		return netip.Addr{}, "", err
 	}
-	var excludes []netip.Prefix
-	for _, e := range cfg.IPAM.Exclude {
-		p, err := netip.ParsePrefix(e)
-		if err != nil {
-			return netip.Addr{}, fmt.Errorf("whereabouts exclude %q: %v", e, err)
-		}
-		excludes = append(excludes, p)
-	}
-	used, err := r.inUse(ctx)
+	ip, err := whereaboutsAdd(ctx, r.Client, rng, containerID, pod.Namespace+"/"+pod.Name, ifName)
 	if err != nil {
-		return netip.Addr{}, err
+		return netip.Addr{}, "", fmt.Errorf("error at storage engine: %w", err)
 	}
-	for _, a := range also {
-		used[a] = true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, ips := range r.held {
-		for _, a := range ips {
-			used[a] = true
-		}
-	}
-	prefix = prefix.Masked()
-	for a := prefix.Addr().Next(); a.IsValid() && prefix.Contains(a); a = a.Next() {
-		if !prefix.Contains(a.Next()) { // the last address (IPv4 broadcast) is never handed out
-			break
-		}
-		if used[a] || excluded(a, excludes) {
-			continue
-		}
-		r.held[pod.UID] = append(r.held[pod.UID], a)
-		return a, nil
-	}
-	return netip.Addr{}, fmt.Errorf("whereabouts: no free address left in range %s", prefix)
-}
-
-// inUse collects the addresses recorded in every pod's network-status annotation.
-func (r *Multus) inUse(ctx context.Context) (map[netip.Addr]bool, error) {
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods); err != nil {
-		return nil, err
-	}
-	used := map[netip.Addr]bool{}
-	for i := range pods.Items {
-		statuses, err := nadutils.GetNetworkStatus(&pods.Items[i])
-		if err != nil {
-			continue
-		}
-		for _, st := range statuses {
-			for _, ip := range st.IPs {
-				if a, err := netip.ParseAddr(ip); err == nil {
-					used[a] = true
-				}
-			}
-		}
-	}
-	return used, nil
-}
-
-func (r *Multus) release(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.held, uid)
-}
-
-func excluded(a netip.Addr, excludes []netip.Prefix) bool {
-	for _, p := range excludes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return ip, PoolName(rng.NetworkName, rng.Prefix), nil
 }
 
 // macFor derives a locally administered MAC address from the IP, as stable as a real bridge port's.
