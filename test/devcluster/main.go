@@ -67,16 +67,18 @@ func run() error {
 		return err
 	}
 	rel, _ := filepath.Rel(cluster.RepoRoot(), kubeconfig)
-	kubevirt := "KubeVirt " + cluster.KubeVirtVersion + " virt-api at " + e.VirtAPIURL() + " and virt-controller, virt-handler stand-in"
+	kubevirt := "KubeVirt " + cluster.KubeVirtVersion + " virt-api at " + e.VirtAPIURL() + " (webhooks, subresources.kubevirt.io) and virt-controller, virt-handler stand-in"
+	virtctl := fmt.Sprintf("  virtctl:    %s\n", e.Binaries.Virtctl)
 	if simulated {
 		kubevirt = "KubeVirt simulated (no virt-api, no virt-controller)"
+		virtctl = "" // no virt-api to serve its subresources
 	}
 	fmt.Printf(`
 migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet webhooks at %s
   kubevirt:   %s
   logs:       %s
   kubectl:    %s
-
+%s
 Try:
   export KUBECONFIG=%s
   kubectl get nodes,kubevirt -A
@@ -86,7 +88,7 @@ Try:
   kubectl get pods -n kubevirt -l kubevirt.io=virt-handler -w
 
 Ctrl-C stops every process this started.
-`, time.Since(began).Round(time.Second), nodes, e.Manager.WebhookURL(), kubevirt, e.Dir, e.Binaries.Kubectl, rel, cluster.DefaultClusterNetwork)
+`, time.Since(began).Round(time.Second), nodes, e.Manager.WebhookURL(), kubevirt, e.Dir, e.Binaries.Kubectl, virtctl, rel, cluster.DefaultClusterNetwork)
 	for {
 		select {
 		case <-ctx.Done():
