@@ -69,9 +69,10 @@ func run() error {
 	rel, _ := filepath.Rel(cluster.RepoRoot(), kubeconfig)
 	kubevirt := "KubeVirt " + cluster.KubeVirtVersion + " virt-api at " + e.VirtAPIURL() + " (webhooks, subresources.kubevirt.io) and virt-controller, virt-handler stand-in"
 	virtctl := fmt.Sprintf("  virtctl:    %s\n", e.Binaries.Virtctl)
+	tryVirtctl := "  virtctl migrate -n <namespace> <vm>   # a VirtualMachine's VMI; virt-api creates the migration\n"
 	if simulated {
 		kubevirt = "KubeVirt simulated (no virt-api, no virt-controller)"
-		virtctl = "" // no virt-api to serve its subresources
+		virtctl, tryVirtctl = "", "" // no virt-api to serve its subresources
 	}
 	fmt.Printf(`
 migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet webhooks at %s
@@ -86,9 +87,10 @@ Try:
   kubectl edit settings.migranet.io vm-migration-network
       # value: {"clusterNetwork":"%s","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}
   kubectl get pods -n kubevirt -l kubevirt.io=virt-handler -w
-
+%s
 Ctrl-C stops every process this started.
-`, time.Since(began).Round(time.Second), nodes, e.Manager.WebhookURL(), kubevirt, e.Dir, e.Binaries.Kubectl, virtctl, rel, cluster.DefaultClusterNetwork)
+`, time.Since(began).Round(time.Second), nodes, e.Manager.WebhookURL(), kubevirt, e.Dir, e.Binaries.Kubectl, virtctl, rel,
+		cluster.DefaultClusterNetwork, tryVirtctl)
 	for {
 		select {
 		case <-ctx.Done():
