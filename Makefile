@@ -70,8 +70,9 @@ undeploy: ## delete what deploy applied (CRD and settings included)
 image: ## container image IMG (docker or podman; CONTAINER_TOOL=podman)
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
-vendor-patches: ## apply the KubeVirt patch series and build the patched packages
-	bash vendor-patches/run.sh apply
+vendor-patches: ## apply the KubeVirt patch series (v1.9.0, v1.8.4), build the patched v1.8.4 virt-handler, run upstream's tests of the touched packages
+	bash vendor-patches/run.sh virt-handler
+	bash vendor-patches/run.sh upstream
 
 clean:
 	rm -rf bin .dev .dev-bin

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# vendor-patches entry point: apply the migranet patch series to KubeVirt v1.9.0
-# (taken from the Go module cache), build the patched packages, run their tests,
-# run the benchmarks.
+# vendor-patches entry point: apply the migranet patch series to KubeVirt v1.9.0 and
+# v1.8.4 (both taken from the Go module cache), build the patched packages and the
+# whole patched v1.8.4 virt-handler, run upstream's tests of the touched packages,
+# run the harness and the benchmarks.
 #
-#   run.sh apply   resolve kubevirt.io/kubevirt v1.9.0, apply the series into a work
-#                  dir outside the tree, build the patched packages
-#   run.sh test    apply if needed, then upstream's unit tests of the patched packages
-#                  and the harness tests (loopback + netns/QEMU suite)
-#   run.sh bench   print "bench proxy: ..." lines (patched vs direct vs upstream)
+#   run.sh apply          resolve kubevirt.io/kubevirt v1.9.0 and v1.8.4, apply each
+#                         release's series into a work dir outside the tree, build
+#                         the patched packages
+#   run.sh virt-handler   apply if needed, then build the patched v1.8.4 virt-handler
+#                         binary (CGO_ENABLED=1) and print its path
+#   run.sh upstream       apply if needed, then upstream's unit tests of the touched
+#                         packages that compile, for both releases
+#   run.sh test           upstream, then the harness tests (loopback + netns/QEMU suite)
+#   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream)
 #
 # MIGRANET_VP_PATCHES selects the series: "all" (default), "none", or a comma list of
 # patch numbers ("1,2"). Anything but "all" is for showing that the harness fails
@@ -16,9 +21,17 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# kv_version is the harness's release: its go.mod needs kubevirt.io/virt-template-*
+# v0.2.0, refused by the module proxy, so harness/stubs stand in and only the
+# packages that do not import them build. handler_version is the newest release
+# whose whole module graph the proxy serves: its virt-handler builds.
 kv_version=v1.9.0
-series_dir="$here/kubevirt-$kv_version"
+handler_version=v1.8.4
+# v1.8 needs kubevirt.io/virt-template-* v0.1.7 and github.com/rhobs/...: served by the
+# module proxy, not answered for by the checksum database (go.sum pins what was fetched).
+export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}kubevirt.io,github.com/rhobs
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/migranet/vendor-patches"
+handler_module="$here/virt-handler-$handler_version"
 # Compiles run with -p build_p (2 cores in CI); test binaries then run one at a
 # time (-p 1): the QEMU suite and the loopback leak checks must not share the CPU.
 build_p="${MIGRANET_VP_BUILD_P:-2}"
@@ -31,9 +44,9 @@ bench_timeout="${MIGRANET_VP_BENCH_TIMEOUT:-8m}"
 die() { echo "vendor-patches: $*" >&2; exit 1; }
 say() { echo "vendor-patches: $*" >&2; }
 
-selected_patches() {
+selected_patches() { # VERSION
   local sel="${MIGRANET_VP_PATCHES:-all}" p n
-  for p in "$series_dir"/[0-9][0-9][0-9][0-9]-*.patch; do
+  for p in "$here/kubevirt-$1"/[0-9][0-9][0-9][0-9]-*.patch; do
     [ -e "$p" ] || continue
     n=$((10#$(basename "$p" | cut -c1-4)))
     case "$sel" in
@@ -44,22 +57,23 @@ selected_patches() {
   done
 }
 
-series_hash() {
-  { echo "$kv_version"; selected_patches | while read -r p; do basename "$p"; cat "$p"; done; } |
+series_hash() { # VERSION
+  { echo "$1"; selected_patches "$1" | while read -r p; do basename "$p"; cat "$p"; done; } |
     sha256sum | cut -c1-12
 }
 
-# apply: pristine module -> writable copy -> git apply --check -> git apply -> build.
-cmd_apply() {
-  command -v go >/dev/null || die "go not found"
-  command -v git >/dev/null || die "git not found (git apply is used for the series)"
-  local hash wd src tmp p
-  hash=$(series_hash)
-  wd="$cache_root/kubevirt-$kv_version-$hash"
+# prepare VERSION MODULE LINK: pristine module (resolved from MODULE, whose go.sum
+# pins it) -> writable copy -> git apply --check -> git apply, in a work dir keyed by
+# the series' hash, linked at .work/LINK (which MODULE's go.mod replaces
+# kubevirt.io/kubevirt with).
+prepare() {
+  local version="$1" module="$2" link="$3" hash wd src tmp p
+  hash=$(series_hash "$version")
+  wd="$cache_root/kubevirt-$version-$hash"
   if [ ! -f "$wd/.migranet-applied" ]; then
-    src=$(cd "$here/harness" && GOFLAGS=-mod=mod go mod download -json "kubevirt.io/kubevirt@$kv_version" |
+    src=$(cd "$module" && GOFLAGS=-mod=mod go mod download -json "kubevirt.io/kubevirt@$version" |
       sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-    [ -n "$src" ] && [ -d "$src" ] || die "kubevirt.io/kubevirt@$kv_version not resolved through the module proxy"
+    [ -n "$src" ] && [ -d "$src" ] || die "kubevirt.io/kubevirt@$version not resolved through the module proxy"
     mkdir -p "$cache_root"
     tmp=$(mktemp -d "$cache_root/.tmp-XXXXXX")
     cp -r "$src/." "$tmp/"
@@ -68,40 +82,81 @@ cmd_apply() {
       [ -n "$p" ] || continue
       # git apply never fuzzes: any context mismatch is a reject.
       (cd "$tmp" && git apply --check --verbose "$p" >/dev/null 2>"$tmp/.apply.err") ||
-        { cat "$tmp/.apply.err" >&2; rm -rf "$tmp"; die "patch does not apply cleanly: $(basename "$p")"; }
-      (cd "$tmp" && git apply --whitespace=nowarn "$p") || { rm -rf "$tmp"; die "apply failed: $(basename "$p")"; }
-      say "applied $(basename "$p")"
-    done < <(selected_patches)
+        { cat "$tmp/.apply.err" >&2; rm -rf "$tmp"; die "$version: patch does not apply cleanly: $(basename "$p")"; }
+      (cd "$tmp" && git apply --whitespace=nowarn "$p") || { rm -rf "$tmp"; die "$version: apply failed: $(basename "$p")"; }
+      say "$version: applied $(basename "$p")"
+    done < <(selected_patches "$version")
     rm -f "$tmp/.apply.err"
-    selected_patches | xargs -r -n1 basename > "$tmp/.migranet-applied"
+    selected_patches "$version" | xargs -r -n1 basename > "$tmp/.migranet-applied"
     rm -rf "$wd"
     mv "$tmp" "$wd"
   fi
   mkdir -p "$here/.work"
-  ln -sfn "$wd" "$here/.work/kubevirt"
-  say "kubevirt $kv_version work dir: $wd ($(wc -l < "$wd/.migranet-applied") patches)"
+  ln -sfn "$wd" "$here/.work/$link"
+  say "kubevirt $version work dir: $wd ($(wc -l < "$wd/.migranet-applied") patches)"
+}
+
+# apply: both series, then the patched packages of each release.
+cmd_apply() {
+  command -v go >/dev/null || die "go not found"
+  command -v git >/dev/null || die "git not found (git apply is used for the series)"
+  prepare "$kv_version" "$here/harness" kubevirt
+  prepare "$handler_version" "$handler_module" "kubevirt-$handler_version"
   (cd "$here/harness" && go build -p "$build_p" $(tags_flag) $(patched_packages) ./...)
-  say "patched packages build"
+  say "$kv_version: patched packages build"
+  (cd "$handler_module" && CGO_ENABLED=1 go build -p "$build_p" $(handler_packages))
+  say "$handler_version: patched packages build"
+}
+
+# The patched virt-handler of handler_version: node-labeller has cgo files, so
+# CGO_ENABLED=1 (gcc). Written to the cache next to the work dirs, named by the
+# series' hash, linked at .work/bin/virt-handler-VERSION.
+cmd_virt_handler() {
+  cmd_apply
+  local out ldflags start=$SECONDS
+  out="$cache_root/bin/virt-handler-$handler_version-$(series_hash "$handler_version")"
+  ldflags="-s -w -X kubevirt.io/client-go/version.gitVersion=$handler_version -X kubevirt.io/client-go/version.gitTreeState=clean"
+  mkdir -p "$cache_root/bin" "$here/.work/bin"
+  if [ ! -x "$out" ]; then
+    say "$handler_version: building the patched virt-handler (cold: about 3 minutes)"
+    (cd "$handler_module" && CGO_ENABLED=1 go build -p "$build_p" -ldflags "$ldflags" -o "$out.tmp" \
+      kubevirt.io/kubevirt/cmd/virt-handler) || die "$handler_version: virt-handler does not build"
+    mv "$out.tmp" "$out"
+    say "$handler_version: virt-handler built in $((SECONDS - start)) s"
+  fi
+  ln -sfn "$out" "$here/.work/bin/virt-handler-$handler_version"
+  echo "$out"
 }
 
 tags_flag() {
   [ "${MIGRANET_VP_PATCHES:-all}" = all ] || echo "-tags=vp_unpatched"
 }
 
-# The upstream packages the series touches and that build without libvirt headers.
+# The upstream packages the series touches that build for kv_version: the others
+# (cmd/virt-handler, pkg/monitoring/metrics/virt-handler, pkg/virt-launcher/virtwrap)
+# import the stubbed virt-template modules.
 patched_packages() {
   echo kubevirt.io/kubevirt/pkg/virt-handler/migration-proxy
   echo kubevirt.io/kubevirt/pkg/virt-launcher/virtwrap/api
 }
 
-# run_test_binaries DIR TIMEOUT PKG...: runs each package's compiled test binary
-# from DIR in the package's directory (tests read testdata relative to it), one
-# at a time, with TIMEOUT. Packages without tests have no binary and are skipped.
+# The upstream packages the series touches that build for handler_version (all but
+# pkg/virt-launcher/virtwrap, which needs libguestfs.org/libnbd, refused by the
+# module proxy, and libvirt's cgo bindings); cmd/virt-handler has no tests.
+handler_packages() {
+  echo kubevirt.io/kubevirt/pkg/virt-handler/migration-proxy
+  echo kubevirt.io/kubevirt/pkg/monitoring/metrics/virt-handler
+  echo kubevirt.io/kubevirt/pkg/virt-launcher/virtwrap/api
+}
+
+# run_test_binaries MODULE DIR TIMEOUT PKG...: runs each package's compiled test
+# binary from DIR in the package's directory (tests read testdata relative to it),
+# one at a time, with TIMEOUT. Packages without tests have no binary and are skipped.
 run_test_binaries() {
-  local bindir="$1" timeout="$2" rc=0 pkg dir bin start
-  shift 2
+  local module="$1" bindir="$2" timeout="$3" rc=0 pkg dir bin start
+  shift 3
   for pkg in "$@"; do
-    dir=$(cd "$here/harness" && go list $(tags_flag) -f '{{.Dir}}' "$pkg")
+    dir=$(cd "$module" && go list $(tags_flag) -f '{{.Dir}}' "$pkg")
     bin="$bindir/$(basename "$pkg").test"
     [ -x "$bin" ] || continue
     start=$(date +%s)
@@ -115,21 +170,40 @@ run_test_binaries() {
   return $rc
 }
 
-cmd_test() {
+# upstream: compile the test binaries of the touched packages of both releases, then
+# run them. The v1.8.4 ones compile with CGO_ENABLED=1, as virt-handler does, so the
+# two share the build cache.
+cmd_upstream() {
   cmd_apply
+  local rc=0 bindir="$here/.work/testbin"
+  rm -rf "$bindir/upstream" "$bindir/upstream-$handler_version"
+  mkdir -p "$bindir/upstream" "$bindir/upstream-$handler_version"
+  say "compiling upstream's test binaries (-p $build_p)"
+  (cd "$here/harness" && go test -c -p "$build_p" -o "$bindir/upstream/" $(patched_packages)) ||
+    die "$kv_version: test binaries do not build"
+  (cd "$handler_module" && CGO_ENABLED=1 go test -c -p "$build_p" -o "$bindir/upstream-$handler_version/" $(handler_packages)) ||
+    die "$handler_version: test binaries do not build"
+  say "$kv_version: upstream unit tests of the patched packages"
+  run_test_binaries "$here/harness" "$bindir/upstream" "$upstream_timeout" $(patched_packages) || rc=1
+  say "$handler_version: upstream unit tests of the patched packages"
+  run_test_binaries "$handler_module" "$bindir/upstream-$handler_version" "$upstream_timeout" $(handler_packages) || rc=1
+  [ $rc = 0 ] && say "upstream tests passed" || say "UPSTREAM TESTS FAILED"
+  return $rc
+}
+
+cmd_test() {
   local rc=0 bindir harness_pkgs
+  cmd_upstream || rc=1
   bindir="$here/.work/testbin"
-  rm -rf "$bindir" && mkdir -p "$bindir/upstream" "$bindir/harness"
-  say "compiling the test binaries (-p $build_p)"
+  rm -rf "$bindir/harness" && mkdir -p "$bindir/harness"
+  say "compiling the harness test binaries (-p $build_p)"
   # One parallel compile+link per binary; they then run one at a time (-p 1
   # semantics): the QEMU suite and the loopback leak checks must not share the CPU.
-  (cd "$here/harness" && go test -c -p "$build_p" -o "$bindir/upstream/" $(patched_packages) &&
-    go test -c -p "$build_p" $(tags_flag) -o "$bindir/harness/" ./...) || die "test binaries do not build"
+  (cd "$here/harness" && go test -c -p "$build_p" $(tags_flag) -o "$bindir/harness/" ./...) ||
+    die "harness test binaries do not build"
   harness_pkgs=$(cd "$here/harness" && go list $(tags_flag) ./...)
-  say "upstream unit tests of the patched packages"
-  run_test_binaries "$bindir/upstream" "$upstream_timeout" $(patched_packages) || rc=1
   say "harness tests (loopback, netns + QEMU)"
-  run_test_binaries "$bindir/harness" "$harness_timeout" $harness_pkgs || rc=1
+  run_test_binaries "$here/harness" "$bindir/harness" "$harness_timeout" $harness_pkgs || rc=1
   [ $rc = 0 ] && say "all tests passed" || say "TESTS FAILED"
   return $rc
 }
@@ -156,7 +230,9 @@ cmd_bench() {
 
 case "${1:-}" in
   apply) cmd_apply ;;
+  virt-handler) cmd_virt_handler ;;
+  upstream) cmd_upstream ;;
   test) cmd_test ;;
   bench) cmd_bench ;;
-  *) echo "usage: $0 apply|test|bench" >&2; exit 2 ;;
+  *) echo "usage: $0 apply|virt-handler|upstream|test|bench" >&2; exit 2 ;;
 esac

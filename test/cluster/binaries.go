@@ -14,9 +14,10 @@ import (
 // Binaries locates the control-plane commands.
 type Binaries struct {
 	Etcd, APIServer, Scheduler, ControllerManager, Kubectl, Kwok string
-	// VirtAPI and VirtController are KubeVirt's (release KubeVirtVersion); KubeVirtGenerate prints
-	// KubeVirt's own CRDs, RBAC and webhook configurations (test/tools/kubevirt/generate).
-	VirtAPI, VirtController, KubeVirtGenerate string
+	// VirtAPI, VirtController and Virtctl are KubeVirt's (release KubeVirtVersion);
+	// KubeVirtGenerate prints KubeVirt's own CRDs, RBAC, webhook configurations and APIServices
+	// (test/tools/kubevirt/generate).
+	VirtAPI, VirtController, Virtctl, KubeVirtGenerate string
 }
 
 // RepoRoot is the migranet checkout this package was compiled from.
@@ -48,6 +49,7 @@ func BuildBinaries(ctx context.Context) (*Binaries, error) {
 		Kwok:              filepath.Join(kwok, "kwok"),
 		VirtAPI:           filepath.Join(kubevirt, "virt-api"),
 		VirtController:    filepath.Join(kubevirt, "virt-controller"),
+		Virtctl:           filepath.Join(kubevirt, "virtctl"),
 		KubeVirtGenerate:  filepath.Join(kubevirt, "kubevirt-generate"),
 	}, nil
 }

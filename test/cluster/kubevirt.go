@@ -17,7 +17,7 @@ import (
 const (
 	KubeVirtNamespace = "kubevirt"
 	KubeVirtName      = "kubevirt"
-	KubeVirtVersion   = "v1.7.0"
+	KubeVirtVersion   = "v1.8.4"
 )
 
 // KubeVirt's service accounts (its components' identities) and the ConfigMap holding its CA.
@@ -48,7 +48,7 @@ func BootstrapKubeVirt(ctx context.Context, c client.Client) error {
 		ObjectMeta: metav1.ObjectMeta{Name: KubeVirtName, Namespace: KubeVirtNamespace},
 		Spec: kubevirtv1.KubeVirtSpec{
 			Configuration: kubevirtv1.KubeVirtConfiguration{
-				// NodeRestriction (beta in v1.7, off unless listed) makes virt-api refuse a
+				// NodeRestriction (beta in v1.8, off unless listed) makes virt-api refuse a
 				// virt-handler's write to a VMI that is not on its node.
 				DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{FeatureGates: []string{NodeRestrictionGate}},
 			},
@@ -81,7 +81,8 @@ func ensureNamespace(ctx context.Context, c client.Client, name string) error {
 // KubeVirt's own CRDs and RBAC (from test/tools/kubevirt/generate), the bootstrap of
 // BootstrapKubeVirt, a KubeVirt CA in the kubevirt-ca ConfigMap, certificates and
 // service-account tokens for both components, virt-api and its webhook configurations (called at
-// virt-api's local URL), and virt-controller. It returns once virt-api's admission answers and
+// virt-api's local URL), virt-api's aggregated API (registerVirtAPIAggregation), and
+// virt-controller. It returns once virt-api's admission and aggregated API answer and
 // virt-controller leads.
 func (c *Cluster) StartKubeVirt(ctx context.Context) error {
 	began := time.Now()
@@ -118,6 +119,9 @@ func (c *Cluster) StartKubeVirt(ctx context.Context) error {
 		return err
 	}
 	if err := c.waitKubeVirtAdmission(ctx); err != nil {
+		return err
+	}
+	if err := c.registerVirtAPIAggregation(ctx, objs.apiServices); err != nil {
 		return err
 	}
 	if err := c.startVirtController(ctx); err != nil {

@@ -18,8 +18,9 @@ import (
 
 // kubeVirtObjects is the generator's output, split by when it is installed.
 type kubeVirtObjects struct {
-	// crdsAndRBAC go in before virt-api starts; webhooks once it serves.
-	crdsAndRBAC, webhooks []*unstructured.Unstructured
+	// crdsAndRBAC go in before virt-api starts; webhooks and apiServices (virt-api's aggregated
+	// API, subresources.kubevirt.io) once it serves.
+	crdsAndRBAC, webhooks, apiServices []*unstructured.Unstructured
 }
 
 // generateKubeVirt runs kubevirt-generate for this cluster's virt-api URL and KubeVirt CA.
@@ -53,12 +54,17 @@ func (c *Cluster) generateKubeVirt(ctx context.Context) (*kubeVirtObjects, error
 		switch u.GetKind() {
 		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 			objs.webhooks = append(objs.webhooks, u)
+		case "APIService":
+			objs.apiServices = append(objs.apiServices, u)
 		default:
 			objs.crdsAndRBAC = append(objs.crdsAndRBAC, u)
 		}
 	}
 	if len(objs.webhooks) != 2 {
 		return nil, fmt.Errorf("kubevirt-generate printed %d webhook configurations, want 2", len(objs.webhooks))
+	}
+	if len(objs.apiServices) == 0 {
+		return nil, fmt.Errorf("kubevirt-generate printed no APIService")
 	}
 	return objs, nil
 }

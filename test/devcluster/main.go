@@ -67,16 +67,19 @@ func run() error {
 		return err
 	}
 	rel, _ := filepath.Rel(cluster.RepoRoot(), kubeconfig)
-	kubevirt := "KubeVirt " + cluster.KubeVirtVersion + " virt-api at " + e.VirtAPIURL() + " and virt-controller, virt-handler stand-in"
+	kubevirt := "KubeVirt " + cluster.KubeVirtVersion + " virt-api at " + e.VirtAPIURL() + " (webhooks, subresources.kubevirt.io) and virt-controller, virt-handler stand-in"
+	virtctl := fmt.Sprintf("  virtctl:    %s\n", e.Binaries.Virtctl)
+	tryVirtctl := "  virtctl migrate -n <namespace> <vm>   # a VirtualMachine's VMI; virt-api creates the migration\n"
 	if simulated {
 		kubevirt = "KubeVirt simulated (no virt-api, no virt-controller)"
+		virtctl, tryVirtctl = "", "" // no virt-api to serve its subresources
 	}
 	fmt.Printf(`
 migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet webhooks at %s
   kubevirt:   %s
   logs:       %s
   kubectl:    %s
-
+%s
 Try:
   export KUBECONFIG=%s
   kubectl get nodes,kubevirt -A
@@ -84,9 +87,10 @@ Try:
   kubectl edit settings.migranet.io vm-migration-network
       # value: {"clusterNetwork":"%s","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}
   kubectl get pods -n kubevirt -l kubevirt.io=virt-handler -w
-
+%s
 Ctrl-C stops every process this started.
-`, time.Since(began).Round(time.Second), nodes, fmt.Sprintf("https://%s (a Service in front of %d replicas)", e.Service.Addr(), len(e.Replicas)), kubevirt, e.Dir, e.Binaries.Kubectl, rel, cluster.DefaultClusterNetwork)
+`, time.Since(began).Round(time.Second), nodes, fmt.Sprintf("https://%s (a Service in front of %d replicas)", e.Service.Addr(), len(e.Replicas)),
+		kubevirt, e.Dir, e.Binaries.Kubectl, virtctl, rel, cluster.DefaultClusterNetwork, tryVirtctl)
 	for {
 		select {
 		case <-ctx.Done():

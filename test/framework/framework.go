@@ -124,10 +124,33 @@ func (f *Framework) StartVMI(ctx context.Context, vmi *kubevirtv1.VirtualMachine
 	ExpectWithOffset(1, f.Client.Create(ctx, vmi)).To(Succeed())
 	EventuallyWithOffset(1, func(g Gomega) {
 		g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi)).To(Succeed())
+		if vmi.IsFinal() {
+			StopTrying(f.describeEndedVMI(ctx, vmi)).Now()
+		}
 		g.Expect(vmi.Status.Phase).To(Equal(kubevirtv1.Running), "VMI %s/%s phase", vmi.Namespace, vmi.Name)
 		g.Expect(vmi.Status.NodeName).NotTo(BeEmpty())
 	}).WithContext(ctx).WithTimeout(Long).Should(Succeed())
 	return vmi
+}
+
+// describeEndedVMI says why a VMI that was to start ended: its conditions, its launcher pods'
+// phases and conditions, and the events of the namespace.
+func (f *Framework) describeEndedVMI(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VMI %s/%s ended %s before running; conditions %+v", vmi.Namespace, vmi.Name, vmi.Status.Phase, vmi.Status.Conditions)
+	pods := &corev1.PodList{}
+	if err := f.Client.List(ctx, pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)}); err == nil {
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "; pod %s on %q: %s deleting=%t conditions %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, p.Status.Conditions)
+		}
+	}
+	events := &corev1.EventList{}
+	if err := f.Client.List(ctx, events, client.InNamespace(vmi.Namespace)); err == nil {
+		for _, e := range events.Items {
+			fmt.Fprintf(&b, "; event %s %s/%s %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	return b.String()
 }
 
 // CreateVMIM creates a migration, retrying while migranet refuses it only because its cache has

@@ -85,8 +85,11 @@ var _ = Describe("migranet status with KubeVirt's migration controller", func() 
 			}
 		}
 		GinkgoWriter.Println("phases:", strings.Join(phases, " → "), "states:", strings.Join(states, " → "))
+		// The watch renders the cache after each burst of changes: Pending (the migration as
+		// created) and Scheduling (virt-controller's next write, milliseconds later) can fall
+		// into one burst on a loaded machine, so Pending need not get a row of its own.
 		want := []string{}
-		for _, p := range everyPhase {
+		for _, p := range everyPhase[1:] {
 			want = append(want, string(p))
 		}
 		Expect(phases).To(ContainElements(want), "every phase shown: %s", strings.Join(phases, " → "))

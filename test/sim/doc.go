@@ -22,13 +22,21 @@
 //     seen terminating gracefully or finished; a pod that vanishes otherwise (force delete with
 //     grace period 0, lost node) leaks its allocation, as in a real cluster.
 //   - VirtHandlerStandIn is not virt-handler: it runs no domain and moves no bytes. It makes only
-//     the writes KubeVirt v1.7.0's virt-handler makes to a VirtualMachineInstance, each with a
-//     kubevirt-handler token bound to the virt-handler pod of the node concerned (KubeVirt's node
-//     restriction checks the node the token names): a Scheduled VMI becomes Running and
-//     LiveMigratable; for a migration the real virt-controller hands off, the target advertises
-//     its migration0 address from the Multus simulator (the pod IP without a migration network)
-//     and proxy ports, the source starts the migration (pre-copy, or post-copy when the VMIM is
-//     annotated HandlerModeAnnotation=PostCopy) or aborts it when virt-controller asks, the target
-//     takes the VMI over after MigrationTime (unless HandlerHoldAnnotation=true) and marks it
-//     completed; a VMI being deleted ends Succeeded.
+//     the writes KubeVirt v1.8.4's virt-handler makes to a VirtualMachineInstance, in their order,
+//     each with a kubevirt-handler token bound to the virt-handler pod of the node concerned
+//     (KubeVirt's node restriction checks the node the token names): a Scheduled VMI becomes
+//     Running and LiveMigratable (VirtualMachineController.updateVMIStatus and
+//     updateLiveMigrationConditions, pkg/virt-handler/vm.go); for a migration the real
+//     virt-controller hands off, the target advertises its migration0 address from the Multus
+//     simulator (the pod IP without a migration network) and proxy ports
+//     (MigrationTargetController.updateStatus, migration-target.go), the source starts the
+//     migration (pre-copy, or post-copy when the VMIM or the VMI is annotated
+//     HandlerModeAnnotation=PostCopy) or aborts it when virt-controller asks
+//     (MigrationSourceController.setMigrationProgressStatus and handleMigrationAbort,
+//     migration-source.go), the target reports the domain detected, and ready in post-copy
+//     (updateStatus), takes the VMI over after MigrationTime unless HandlerHoldAnnotation=true
+//     (ackMigrationCompletion), marks it completed (finalizeMigration) and drops its target label
+//     (finalCleanup); a VMI being deleted ends Succeeded. v1.8.4 fills the decentralized
+//     migration's sourceState/targetState only for decentralized migrations (their gate is off),
+//     so the stand-in writes the flat migrationState fields, as virt-handler does for a local one.
 package sim

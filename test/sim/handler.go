@@ -32,8 +32,12 @@ import (
 // Annotations on a VirtualMachineInstanceMigration that script the stand-in for a scenario.
 const (
 	// HandlerModeAnnotation "PostCopy" makes the source switch the running migration to post-copy.
+	// It is read from the migration, else from the VMI: a migration virt-api creates for `virtctl
+	// migrate` carries no annotation, but a VirtualMachine's spec.template.metadata.annotations
+	// reach its VMI (virt-controller copies them), so every migration of that VM runs post-copy.
 	HandlerModeAnnotation = "handler.sim.migranet.io/mode"
-	// HandlerHoldAnnotation "true" keeps the migration running (never completed) until removed.
+	// HandlerHoldAnnotation "true" keeps the migration running (never completed) until removed;
+	// read, like HandlerModeAnnotation, from the migration, else from the VMI.
 	HandlerHoldAnnotation = "handler.sim.migranet.io/hold"
 )
 
@@ -144,8 +148,12 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 	return target, patch, after, err
 }
 
-// sourceStep is the source's next write, or nil: it starts the migration once the target
-// listens, switches it to post-copy when the scenario asks, and aborts it on request.
+// sourceStep is the source's next write, or nil, as KubeVirt v1.8.4's MigrationSourceController
+// (pkg/virt-handler/migration-source.go) reports the domain's migration metadata in
+// setMigrationProgressStatus: it starts the migration once the target listens (startTimestamp,
+// mode PreCopy), switches it to post-copy when the scenario asks, and ends it aborted
+// (abortStatus Succeeded, failed, endTimestamp) once virt-controller requested the abort
+// (handleMigrationAbort).
 func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration) map[string]any {
 	ms := vmi.Status.MigrationState
 	if ms.SourceNode != vmi.Status.NodeName || ms.TargetNodeAddress == "" || ms.Completed || ms.Failed {
@@ -159,15 +167,26 @@ func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.Virtual
 		})
 	case ms.StartTimestamp == nil:
 		return migrationState(map[string]any{"startTimestamp": metav1.Now(), "mode": kubevirtv1.MigrationPreCopy})
-	case vmim != nil && vmim.Annotations[HandlerModeAnnotation] == string(kubevirtv1.MigrationPostCopy) && ms.Mode != kubevirtv1.MigrationPostCopy:
+	case vmim != nil && scripted(vmi, vmim, HandlerModeAnnotation) == string(kubevirtv1.MigrationPostCopy) && ms.Mode != kubevirtv1.MigrationPostCopy:
 		return migrationState(map[string]any{"mode": kubevirtv1.MigrationPostCopy})
 	}
 	return nil
 }
 
-// targetStep is the target's next write, or nil: it advertises its address and ports, reports
-// the domain running there (in post-copy, or once the migration ends), takes the VMI over,
-// marks the migration completed, and finally drops the VMI.
+// scripted returns the scenario's annotation key: the migration's, else the VMI's.
+func scripted(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, key string) string {
+	if v, ok := vmim.Annotations[key]; ok {
+		return v
+	}
+	return vmi.Annotations[key]
+}
+
+// targetStep is the target's next write, or nil, in the order of KubeVirt v1.8.4's
+// MigrationTargetController (pkg/virt-handler/migration-target.go): updateStatus advertises its
+// address and ports, then records the migrated domain detected (once the source started) and
+// ready (in post-copy the VM runs there while its memory follows); ackMigrationCompletion takes
+// the VMI over once the migration ended; finalizeMigration marks it completed; finalCleanup drops
+// the target label and annotation.
 func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration) (map[string]any, time.Duration, error) {
 	ms := vmi.Status.MigrationState
 	switch {
@@ -188,10 +207,12 @@ func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.Vir
 		return nil, 0, nil
 	case ms.EndTimestamp != nil:
 		return migrationState(map[string]any{"completed": true}), 0, nil
+	case !ms.TargetNodeDomainDetected:
+		return migrationState(map[string]any{"targetNodeDomainDetected": true}), 0, nil
 	case ms.Mode == kubevirtv1.MigrationPostCopy && ms.TargetNodeDomainReadyTimestamp == nil:
 		// In post-copy the VM already runs on the target while its memory follows.
-		return migrationState(map[string]any{"targetNodeDomainDetected": true, "targetNodeDomainReadyTimestamp": metav1.Now()}), 0, nil
-	case vmim.Annotations[HandlerHoldAnnotation] == "true":
+		return migrationState(map[string]any{"targetNodeDomainReadyTimestamp": metav1.Now()}), 0, nil
+	case scripted(vmi, vmim, HandlerHoldAnnotation) == "true":
 		return nil, 0, nil
 	}
 	if left := h.MigrationTime - time.Since(ms.StartTimestamp.Time); left > 0 {
@@ -252,18 +273,26 @@ func startDomain(vmi *kubevirtv1.VirtualMachineInstance) map[string]any {
 	})
 }
 
-// completeOnTarget is the target's acknowledgement of a completed migration: the domain runs
-// there, and the VMI now belongs to the target node.
+// completeOnTarget is the target's acknowledgement of a completed migration (v1.8.4's updateStatus
+// recording the domain active, then ackMigrationCompletion, in one write as there): the domain
+// runs there, and the VMI now belongs to the target node, its evacuation and launcher-image
+// bookkeeping reset.
 func completeOnTarget(vmi *kubevirtv1.VirtualMachineInstance) map[string]any {
 	now := metav1.Now()
-	ms := map[string]any{"endTimestamp": now, "targetNodeDomainDetected": true}
+	ms := map[string]any{"endTimestamp": now}
 	if vmi.Status.MigrationState.TargetNodeDomainReadyTimestamp == nil {
 		ms["targetNodeDomainReadyTimestamp"] = now
 	}
 	target := vmi.Status.MigrationState.TargetNode
 	return map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{kubevirtv1.NodeNameLabel: target}},
-		"status":   map[string]any{"nodeName": target, "migrationState": ms, "migrationTransport": kubevirtv1.MigrationTransportUnix},
+		"metadata": map[string]any{
+			"labels":      map[string]any{kubevirtv1.NodeNameLabel: target, kubevirtv1.OutdatedLauncherImageLabel: nil},
+			"annotations": map[string]any{kubevirtv1.EvictionSourceAnnotation: nil},
+		},
+		"status": map[string]any{
+			"nodeName": target, "migrationState": ms, "migrationTransport": kubevirtv1.MigrationTransportUnix,
+			"evacuationNodeName": nil, "launcherContainerImageVersion": nil,
+		},
 	}
 }
 
