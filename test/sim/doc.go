@@ -6,8 +6,11 @@
 //     k8s.v1.cni.cncf.io/networks annotation <nad>@migration0 when
 //     spec.configuration.migrations.network is set, which makes the real DaemonSet controller roll
 //     every virt-handler pod), and owns the CR's Available/Progressing/Degraded conditions:
-//     Available with reason AllComponentsReady once every virt-handler pod is updated and ready,
-//     DeploymentInProgress while they roll.
+//     as KubeVirt v1.8.4's syncInstallation does (SyncConditions): DeploymentInProgress
+//     (Available=False) on a first install, UpdateInProgress (Available, Progressing and
+//     Degraded all True) while a changed configuration rolls virt-handler, AllComponentsReady once
+//     every virt-handler pod is updated and ready; targetDeploymentID / observedDeploymentID
+//     follow the rendered template.
 //   - Multus stands in for Multus + the bridge CNI + whereabouts IPAM: for a scheduled pod that
 //     asks for extra networks it looks up each NetworkAttachmentDefinition, allocates an address
 //     of its whereabouts range as whereabouts does — in the IPPool of that range in kube-system
