@@ -148,7 +148,7 @@ var _ = Describe("the Multus simulator's whereabouts state, without migranet", O
 	// 10.90.0.0/29 minus the network, last, and excluded addresses: .4, .5, .6 — one per node.
 	rng := netip.MustParsePrefix("10.90.0.0/29")
 	BeforeAll(func(ctx context.Context) {
-		f.Manager.Stop()
+		f.StopReplicas()
 		Expect(f.Client.Create(ctx, &nadv1.NetworkAttachmentDefinition{
 			ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName},
 			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"bridge","bridge":"migration-br",` +
@@ -156,7 +156,7 @@ var _ = Describe("the Multus simulator's whereabouts state, without migranet", O
 		})).To(Succeed())
 	})
 	AfterAll(func(ctx context.Context) {
-		Expect(f.Manager.Start(ctx)).To(Succeed())
+		Expect(f.StartReplicas(ctx)).To(Succeed())
 		Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
 		setMigrationNetwork(ctx, "")
 		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
