@@ -56,8 +56,11 @@ var _ = Describe("webhook certificate rotation", func() {
 				if err := f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
 					continue
 				}
+				// A merge patch carries no resourceVersion: a status write by the leader in between
+				// cannot turn the request into a 409 before admission sees it.
+				patch := client.MergeFrom(s.DeepCopy())
 				s.Value = `{"clusterNetwork":"migration","vlan":5000,"range":"10.9.0.0/24"}`
-				err := f.Client.Update(ctx, s, client.DryRunAll)
+				err := f.Client.Patch(ctx, s, patch, client.DryRunAll)
 				mu.Lock()
 				answered++
 				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "vlan") {
