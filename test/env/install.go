@@ -59,7 +59,7 @@ var applyOrder = map[string]int{"Namespace": 0, "CustomResourceDefinition": 1, "
 // Apply applies objs with the real kubectl's server-side apply, in dependency order, exactly as
 // the README's `kubectl apply --server-side` (field manager "kubectl", no --force-conflicts): a
 // field migranet took over since the last apply makes it fail, as it would for an admin.
-func Apply(ctx context.Context, c *cluster.Cluster, objs []*unstructured.Unstructured) error {
+func Apply(ctx context.Context, c *cluster.Cluster, objs []*unstructured.Unstructured, flags ...string) error {
 	sorted := append([]*unstructured.Unstructured(nil), objs...)
 	rank := func(u *unstructured.Unstructured) int {
 		if r, ok := applyOrder[u.GetKind()]; ok {
@@ -78,7 +78,7 @@ func Apply(ctx context.Context, c *cluster.Cluster, objs []*unstructured.Unstruc
 		stream.WriteString("\n")
 	}
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, c.Binaries.Kubectl, "--kubeconfig", c.Kubeconfig, "apply", "--server-side", "-f", "-")
+	cmd := exec.CommandContext(ctx, c.Binaries.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig, "apply", "--server-side", "-f", "-"}, flags...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = &stream, &out, &out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("kubectl apply --server-side: %v: %s", err, out.String())
@@ -90,7 +90,7 @@ func Apply(ctx context.Context, c *cluster.Cluster, objs []*unstructured.Unstruc
 // object except the Deployment, whose replicas run as processes on this machine (nothing runs
 // containers here), and a webhook configuration that reaches them through the Service simulator
 // by URL instead of through the Service.
-func installForLocalReplicas(ctx context.Context, c *cluster.Cluster, serviceURL string, caBundle []byte) error {
+func installForLocalReplicas(ctx context.Context, c *cluster.Cluster, serviceURL string, caBundle []byte, flags ...string) error {
 	objs, err := RenderManifests(ctx, c.Binaries.Kubectl, "manifests")
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func installForLocalReplicas(ctx context.Context, c *cluster.Cluster, serviceURL
 		}
 		keep = append(keep, u)
 	}
-	return Apply(ctx, c, keep)
+	return Apply(ctx, c, keep, flags...)
 }
 
 // pointAtURL replaces each webhook's service reference by serviceURL + the service's path, with

@@ -52,9 +52,9 @@ func (e *Env) startManager(ctx context.Context, binary, dir string, replicas int
 
 // Reinstall applies the default overlay again, as an admin's upgrade does (`kubectl apply
 // --server-side -k manifests/`, here without the Deployment and with the webhooks pointed at the
-// Service simulator); it fails where that command would, on a conflict.
-func (e *Env) Reinstall(ctx context.Context) error {
-	return installForLocalReplicas(ctx, e.Cluster, "https://"+e.Service.Addr(), nil)
+// Service simulator); it fails where that command would, on a conflict. flags go to kubectl apply.
+func (e *Env) Reinstall(ctx context.Context, flags ...string) error {
+	return installForLocalReplicas(ctx, e.Cluster, "https://"+e.Service.Addr(), nil, flags...)
 }
 
 // StartReplicas starts every replica that is not running, at once, and waits until each is ready
