@@ -81,9 +81,9 @@ func stormVMIs(ctx context.Context, ns string, n int) []*kubevirtv1.VirtualMachi
 	return vmis
 }
 
-// storm runs workers that dry-run-create migrations of vmis in turn, at least min of them and
+// storm runs workers that dry-run-create migrations of vmis in turn, at least least of them and
 // until disrupt has returned, and classifies every answer.
-func storm(ctx context.Context, vmis []*kubevirtv1.VirtualMachineInstance, min int, disrupt func()) stormFigures {
+func storm(ctx context.Context, vmis []*kubevirtv1.VirtualMachineInstance, least int, disrupt func()) stormFigures {
 	const workers = 16
 	var (
 		mu   sync.Mutex
@@ -97,7 +97,7 @@ func storm(ctx context.Context, vmis []*kubevirtv1.VirtualMachineInstance, min i
 		go func() {
 			defer wg.Done()
 			defer GinkgoRecover()
-			for i := w; !done.Load() || sent.Load() < int64(min); i += workers {
+			for i := w; !done.Load() || sent.Load() < int64(least); i += workers {
 				sent.Add(1)
 				vmi := vmis[i%len(vmis)]
 				vmim := framework.VMIM(vmi.Namespace, fmt.Sprintf("storm-%06d", i), vmi.Name, nil)
@@ -111,6 +111,12 @@ func storm(ctx context.Context, vmis []*kubevirtv1.VirtualMachineInstance, min i
 			}
 		}()
 	}
+	// The disruption strikes a storm in progress: once the first 50 answers are in.
+	Eventually(func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(outs)
+	}).WithTimeout(framework.Long).Should(BeNumerically(">=", min(50, least)))
 	disrupt()
 	done.Store(true)
 	wg.Wait()
@@ -172,7 +178,6 @@ var _ = Describe("chaos: the install as shipped, broken one way at a time", Orde
 		Expect(leader).NotTo(BeNil(), "a replica leads")
 		var killedAt time.Time
 		fig := storm(ctx, vmis, 500, func() {
-			time.Sleep(300 * time.Millisecond)
 			killedAt = time.Now()
 			leader.Kill()
 			Expect(leader.Start(ctx)).To(Succeed())
@@ -194,7 +199,6 @@ var _ = Describe("chaos: the install as shipped, broken one way at a time", Orde
 	// from a cache emptied by a relist.
 	It("recovers every replica when kube-apiserver restarts mid-storm, with no wrong verdict", func(ctx context.Context) {
 		fig := storm(ctx, vmis, 500, func() {
-			time.Sleep(300 * time.Millisecond)
 			from := time.Now()
 			Expect(f.RestartAPIServer(ctx)).To(Succeed())
 			// A restarted kube-apiserver answers 403 for a moment while its RBAC authorizer's
