@@ -22,15 +22,28 @@ build: ## the migranet binary, in bin/
 dev: ## local cluster (control plane, kwok nodes, simulators) + migranet; Ctrl-C stops it all
 	$(GO) run ./test/devcluster
 
-test: test-unit test-integration ## everything CI runs
-	bash vendor-patches/run.sh test
+# Every suite writes what it ran to RESULTS (go test -json streams, Ginkgo spec reports); make test
+# runs all three parts even when one fails, then prints one table (test/summary) and is red on any
+# failure, or on any skip unless MIGRANET_TEST_SKIP names the suites allowed to skip.
+RESULTS ?= .test-results
+SUMMARY = $(GO) run ./test/summary
+
+test: ## everything CI runs, then the summary table
+	rm -rf $(RESULTS) && mkdir -p $(RESULTS)
+	rc=0; $(MAKE) --no-print-directory test-unit || rc=1; \
+	  $(MAKE) --no-print-directory test-integration || rc=1; \
+	  MIGRANET_TEST_RESULTS=$(abspath $(RESULTS)) bash vendor-patches/run.sh test || rc=1; \
+	  $(SUMMARY) table $(RESULTS) || rc=1; exit $$rc
 
 test-unit: ## pure logic: table tests, CLI tests, fuzz seed corpora
-	$(GO) test -count=1 $(UNIT_PKGS)
+	mkdir -p $(RESULTS)
+	set -o pipefail; $(GO) test -json -count=1 $(UNIT_PKGS) | $(SUMMARY) stream $(RESULTS)/unit.json
 
 test-integration: ## Ginkgo suites against the real local control plane
 	bash test/tools/build.sh all >/dev/null
-	$(GO) test -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/...
+	mkdir -p $(RESULTS)
+	set -o pipefail; MIGRANET_TEST_RESULTS=$(abspath $(RESULTS)) \
+	  $(GO) test -json -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/... | $(SUMMARY) stream $(RESULTS)/integration.json
 
 bench: ## one summary line per measure, with ratios against same-run baselines
 	$(GO) run ./test/bench
@@ -75,4 +88,4 @@ vendor-patches: ## apply the KubeVirt patch series (v1.9.0, v1.8.4), build the p
 	bash vendor-patches/run.sh upstream
 
 clean:
-	rm -rf bin .dev .dev-bin
+	rm -rf bin .dev .dev-bin .test-results

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/results"
 )
 
 var cl *cluster.Cluster
@@ -19,6 +20,9 @@ func TestCerts(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "migranet webhook certificates")
 }
+
+// The spec counts for the summary table of `make test`.
+var _ = ReportAfterSuite("save the spec report", results.SaveGinkgo)
 
 var _ = BeforeSuite(func() {
 	dir, err := os.MkdirTemp("", "migranet-certs-")

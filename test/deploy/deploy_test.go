@@ -20,6 +20,7 @@ import (
 
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
+	"github.com/migranet/migranet/test/results"
 )
 
 const image = "example.invalid/migranet:deploy-test"
@@ -30,6 +31,9 @@ func TestDeploy(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "migranet deploy")
 }
+
+// The spec counts for the summary table of `make test`.
+var _ = ReportAfterSuite("save the spec report", results.SaveGinkgo)
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	dir, err := os.MkdirTemp("", "migranet-deploy-")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/test/results"
 )
 
 var f *framework.Framework
@@ -16,6 +17,9 @@ func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "migranet integration")
 }
+
+// The spec counts for the summary table of `make test`.
+var _ = ReportAfterSuite("save the spec report", results.SaveGinkgo)
 
 var _ = BeforeSuite(func() {
 	// These specs write VMI and migration statuses themselves, which KubeVirt's own virt-api and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/test/results"
 )
 
 var f *framework.Framework
@@ -16,6 +17,9 @@ func TestKubeVirt(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "migranet with KubeVirt's virt-api and virt-controller")
 }
+
+// The spec counts for the summary table of `make test`.
+var _ = ReportAfterSuite("save the spec report", results.SaveGinkgo)
 
 var _ = BeforeSuite(func() {
 	f = framework.Start(env.Options{}) // KubeVirt's own components run by default

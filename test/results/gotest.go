@@ -1,0 +1,110 @@
+package results
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Event is one line of `go test -json` (cmd/test2json's TestEvent).
+type Event struct {
+	Time        time.Time `json:",omitempty"`
+	Action      string
+	Package     string  `json:",omitempty"`
+	ImportPath  string  `json:",omitempty"`
+	Test        string  `json:",omitempty"`
+	Elapsed     float64 `json:",omitempty"`
+	Output      string  `json:",omitempty"`
+	FailedBuild string  `json:",omitempty"`
+}
+
+// Suite is what one package ran.
+type Suite struct {
+	Package string
+	// Kind is "tests" for Go tests and "specs" once a Ginkgo report replaced the counts.
+	Kind                    string
+	Passed, Failed, Skipped int
+	SkippedNames            []string
+	Seconds                 float64
+	// Outcome is the package's own verdict: "ok", "FAIL", "no tests" or "" while running.
+	Outcome string
+}
+
+// Run is the number of tests or specs that ran to a verdict other than skipped.
+func (s *Suite) Run() int { return s.Passed + s.Failed }
+
+// Red reports whether the package failed, counting a package that never reported a verdict
+// (killed, build failure) as failed.
+func (s *Suite) Red() bool { return s.Failed > 0 || s.Outcome == "FAIL" || s.Outcome == "" }
+
+// Collector turns events into suites, one per package, in the order packages first appear.
+type Collector struct {
+	order  []string
+	suites map[string]*Suite
+}
+
+// NewCollector returns an empty collector.
+func NewCollector() *Collector { return &Collector{suites: map[string]*Suite{}} }
+
+// Add accounts for one event and returns the package's suite.
+func (c *Collector) Add(e Event) *Suite {
+	pkg := e.Package
+	if pkg == "" {
+		pkg, _, _ = strings.Cut(e.ImportPath, " [") // "ex/c [ex/c.test]": the test variant of ex/c
+	}
+	s := c.suites[pkg]
+	if s == nil {
+		s = &Suite{Package: pkg, Kind: "tests"}
+		c.suites[pkg] = s
+		c.order = append(c.order, pkg)
+	}
+	switch {
+	case e.Action == "build-fail":
+		s.Outcome = "FAIL"
+	case e.Test == "" && e.Action == "pass":
+		s.Outcome, s.Seconds = "ok", e.Elapsed
+	case e.Test == "" && e.Action == "fail":
+		s.Outcome, s.Seconds = "FAIL", e.Elapsed
+	case e.Test == "" && e.Action == "skip":
+		s.Outcome = "no tests"
+	case e.Action == "pass":
+		s.Passed++
+	case e.Action == "fail":
+		s.Failed++
+	case e.Action == "skip":
+		s.Skipped++
+		s.SkippedNames = append(s.SkippedNames, e.Test)
+	}
+	return s
+}
+
+// Suites returns every package seen, in order of first appearance.
+func (c *Collector) Suites() []*Suite {
+	out := make([]*Suite, 0, len(c.order))
+	for _, p := range c.order {
+		out = append(out, c.suites[p])
+	}
+	return out
+}
+
+// ReadEvents feeds every JSON line of r to c. Lines that are not JSON events (a test binary
+// writing straight to the terminal) are ignored; a malformed stream is an error naming the line.
+func ReadEvents(r io.Reader, c *Collector) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if !strings.HasPrefix(string(line), "{") {
+			continue
+		}
+		var e Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("line %d: not a go test -json event: %w", n, err)
+		}
+		c.Add(e)
+	}
+	return sc.Err()
+}

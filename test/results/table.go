@@ -1,0 +1,88 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// Load reads every `*.json` go test stream and every Ginkgo report in dir.
+func Load(dir string) (*Collector, error) {
+	c := NewCollector()
+	streams, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(streams)
+	var reports []string
+	for _, p := range streams {
+		if strings.HasPrefix(filepath.Base(p), ginkgoPrefix) {
+			reports = append(reports, p)
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		err = ReadEvents(f, c)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	for _, p := range reports {
+		if err := ApplyGinkgo(p, c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Summarize prints one row per suite that has tests and a total, then says why the run is red:
+// a failure, a package without a verdict, or a skip while optOut (MIGRANET_TEST_SKIP) is empty.
+// It returns an error naming each reason, nil for a green run. Package paths lose trim, the
+// module's own prefix.
+func Summarize(suites []*Suite, optOut, trim string, out io.Writer) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "suite\tcounts\trun\tpassed\tfailed\tskipped\tseconds\tverdict\t")
+	var total Suite
+	var reasons, skipped []string
+	for _, s := range suites {
+		if s.Outcome == "no tests" {
+			continue
+		}
+		verdict := s.Outcome
+		if verdict == "" {
+			verdict = "no verdict"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t\n", strings.TrimPrefix(s.Package, trim), s.Kind, s.Run(), s.Passed, s.Failed, s.Skipped, s.Seconds, verdict)
+		total.Passed += s.Passed
+		total.Failed += s.Failed
+		total.Skipped += s.Skipped
+		total.Seconds += s.Seconds
+		if s.Red() {
+			reasons = append(reasons, fmt.Sprintf("%s: %s", s.Package, verdict))
+		}
+		for _, n := range s.SkippedNames {
+			skipped = append(skipped, s.Package+": "+n)
+		}
+	}
+	fmt.Fprintf(w, "total\t\t%d\t%d\t%d\t%d\t%.1f\t\t\n", total.Run(), total.Passed, total.Failed, total.Skipped, total.Seconds)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(out, "skipped (%s=%q):\n  %s\n", OptOutVar, optOut, strings.Join(skipped, "\n  "))
+		if strings.TrimSpace(optOut) == "" {
+			reasons = append(reasons, fmt.Sprintf("%d skipped without the opt-out: a missing prerequisite must fail, or set %s to the suite's name", len(skipped), OptOutVar))
+		}
+	}
+	if len(reasons) > 0 {
+		return fmt.Errorf("make test is red:\n  %s", strings.Join(reasons, "\n  "))
+	}
+	return nil
+}
