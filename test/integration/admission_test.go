@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,7 +57,21 @@ func holdNetworkStatus(ctx context.Context) func(context.Context) {
 		Expect(client.IgnoreNotFound(f.Client.Delete(ctx, policy))).To(Succeed())
 	}
 	DeferCleanup(lift)
-	time.Sleep(2 * time.Second) // a new policy takes a moment to be enforced
+	// The API server enforces a new policy once its informers have it: wait until a probe pod's
+	// network-status update is refused (dry run: nothing changes).
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace(ctx), Name: "hold-probe"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "probe"}}},
+	}
+	ExpectWithOffset(1, f.Client.Create(ctx, probe)).To(Succeed())
+	EventuallyWithOffset(1, func() error {
+		p := &corev1.Pod{}
+		if err := f.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
+			return err
+		}
+		p.Annotations = map[string]string{"k8s.v1.cni.cncf.io/network-status": "[]"}
+		return f.Client.Update(ctx, p, client.DryRunAll)
+	}).WithContext(ctx).WithTimeout(framework.Short).Should(MatchError(ContainSubstring("CNI held back by the test")))
 	return lift
 }
 

@@ -155,6 +155,12 @@ func waitAllReady(ctx context.Context) int {
 	return restarted
 }
 
+// hungCreate is where a create stops being slow and is hanging: ten times the longest create the
+// storms measured on a 2-core machine (0.1 s here, 1.9 s in the HA spec). A webhook that hangs
+// until the API server cuts it at timeoutSeconds shows as a fail-open (or a refusal), which the
+// specs count exactly; this bound only catches a request nothing ever answers.
+const hungCreate = 20 * time.Second
+
 var _ = Describe("chaos: the install as shipped, broken one way at a time", Ordered, func() {
 	var vmis []*kubevirtv1.VirtualMachineInstance
 
@@ -187,7 +193,7 @@ var _ = Describe("chaos: the install as shipped, broken one way at a time", Orde
 		Expect(fig.wrong).To(BeEmpty())
 		Expect(fig.admitted).To(BeNumerically(">", 0))
 		Expect(fig.refused).To(BeNumerically(">", 0))
-		Expect(fig.max).To(BeNumerically("<", vmimTimeout+2*time.Second), "no create waits past the webhook's timeoutSeconds")
+		Expect(fig.max).To(BeNumerically("<", hungCreate), "no create hangs")
 		for _, at := range fig.openAt {
 			// Only requests the killed replica held can pass unjudged: sent before the kill, or
 			// in the moment before the Service noticed.

@@ -239,9 +239,12 @@ var _ = Describe("the settings and network controllers", func() {
 			// admin after such an edit, hand them back, or the next plain re-apply conflicts.
 			Expect(f.Reinstall(ctx, "--force-conflicts")).To(Succeed())
 		})
-		time.Sleep(time.Second) // the API server reloads webhook configurations asynchronously
 		nad := &nadv1.NetworkAttachmentDefinition{}
 		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: expectedNAD(net24)}, nad)).To(Succeed())
+		// The API server reloads webhook configurations asynchronously: wait until a dry-run
+		// delete passes, i.e. the webhook is out of the chain.
+		Eventually(func() error { return f.Client.Delete(ctx, nad.DeepCopy(), client.DryRunAll) }).
+			WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 		Expect(f.Client.Delete(ctx, nad)).To(Succeed())
 		Eventually(func(g Gomega) {
 			again := &nadv1.NetworkAttachmentDefinition{}

@@ -70,8 +70,10 @@ var _ = Describe("webhook certificate rotation", func() {
 			}
 		}()
 
+		answers := func() int { mu.Lock(); defer mu.Unlock(); return answered }
+		Eventually(answers).WithTimeout(framework.Short).Should(BeNumerically(">=", 20), "the loop answers before the rotation")
+
 		By("dropping the serving certificate from the Secret: the built-in issuer signs a new one with the same CA")
-		time.Sleep(500 * time.Millisecond)
 		secret := &corev1.Secret{}
 		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: env.CertSecret}, secret)).To(Succeed())
 		caBefore := string(secret.Data["ca.crt"])
@@ -84,7 +86,8 @@ var _ = Describe("webhook certificate rotation", func() {
 			return after.SerialNumber.String()
 		}).WithTimeout(framework.Long).WithPolling(50 * time.Millisecond).ShouldNot(Equal(before.SerialNumber.String()))
 		took := time.Since(rotatedAt)
-		time.Sleep(2 * time.Second) // keep admitting on the new certificate for a while
+		onNew := answers()
+		Eventually(answers).WithTimeout(framework.Short).Should(BeNumerically(">=", onNew+50), "answers on the new certificate")
 		close(stop)
 		wg.Wait()
 

@@ -17,6 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,6 +154,27 @@ func migrationState(vmim *kubevirtv1.VirtualMachineInstanceMigration, from, to s
 	}
 }
 
+// elapsedCell is the one cell of a status row that reads as a duration ("75s", "2m3s").
+func elapsedCell(row string) string {
+	var cells []string
+	for _, c := range strings.Fields(row) {
+		if regexp.MustCompile(`^\d+(s|m|m\d+s)$`).MatchString(c) {
+			cells = append(cells, c)
+		}
+	}
+	ExpectWithOffset(1, cells).To(HaveLen(1), "one duration cell in %q", row)
+	return cells[0]
+}
+
+// humanDurations spells every whole second from lo to hi as kubectl's columns do.
+func humanDurations(lo, hi int) []string {
+	var out []string
+	for s := lo; s <= hi; s++ {
+		out = append(out, duration.HumanDuration(time.Duration(s)*time.Second))
+	}
+	return out
+}
+
 func setVMIState(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, st *kubevirtv1.VirtualMachineInstanceMigrationState) {
 	ExpectWithOffset(1, f.Client.Get(ctx, client.ObjectKeyFromObject(vmi), vmi)).To(Succeed())
 	vmi.Status.MigrationState = st
@@ -188,6 +210,9 @@ var _ = Describe("migranet status", func() {
 	failedStart := metav1.NewTime(time.Now().Add(-10 * time.Minute).Truncate(time.Second))
 	failedEnd := metav1.NewTime(failedStart.Add(42 * time.Second))
 	const failure = "Live migration failed: connection to node-3:49152 refused"
+	// When populate wrote move-vm1's start (75 s before then): its ELAPSED is at least 75 s and at
+	// most 75 s plus the time since, whatever the machine's speed.
+	var startWritten time.Time
 
 	// populate creates, in a new namespace, a running post-copy migration (move-vm1), a failed
 	// one (move-vm2) and one whose VMI is gone (move-vm3).
@@ -203,8 +228,12 @@ var _ = Describe("migranet status", func() {
 		m1, m2, m3 := framework.VMIM(ns, "move-vm1", "vm1", nil), framework.VMIM(ns, "move-vm2", "vm2", nil), framework.VMIM(ns, "move-vm3", "vm3", nil)
 		for _, m := range []*kubevirtv1.VirtualMachineInstanceMigration{m1, m2, m3} {
 			f.CreateVMIM(ctx, m)
-			time.Sleep(time.Second) // distinct creation times: rows are ordered by creation
+			// Rows are ordered by creation time, which the API server keeps in whole seconds:
+			// the next one is created in a later second.
+			Eventually(func() time.Time { return time.Now().Truncate(time.Second) }).
+				WithTimeout(framework.Short).Should(BeTemporally(">", m.CreationTimestamp.Time))
 		}
+		startWritten = time.Now()
 		st := migrationState(m1, "node-1", "node-2")
 		st.Mode = kubevirtv1.MigrationPostCopy
 		setVMIState(ctx, vm1, st)
@@ -230,7 +259,8 @@ var _ = Describe("migranet status", func() {
 		Expect(lines[3]).To(MatchRegexp(statusRow("move-vm3", "vm3", "<none>", "<none>", "<none>", "<none>", "*",
 			"vmi missing: VirtualMachineInstance vm3 not found")))
 		Expect(lines[4]).To(MatchRegexp(statusRow("move-vm2", "vm2", "node-2 → node-3", "Failed", "pre-copy", "migration", "42s", "failed: "+failure)))
-		Expect(lines[2]).To(MatchRegexp(`\s(7[5-9]s|[89]\ds)\s`), "ELAPSED of move-vm1 counts from its start, 75s ago")
+		Expect(elapsedCell(lines[2])).To(BeElementOf(humanDurations(75, 75+1+int(time.Since(startWritten).Seconds()))),
+			"ELAPSED of move-vm1 counts from its start, 75 s before populate wrote it")
 
 		code, stdout, stderr = migranetStatus(ctx, "-n", ns, "-o", "json")
 		Expect(code).To(Equal(0), stderr)
