@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/migranet/migranet/guard"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -30,6 +31,7 @@ const (
 	ReasonKubeVirtNotFound = "KubeVirtNotFound"
 	ReasonKubeVirtFailed   = "KubeVirtUpdateFailed"
 	ReasonCleanupFailed    = "CleanupFailed"
+	ReasonGuardFailed      = "GuardUpdateFailed"
 	settingsFieldManager   = "migranet-settings"
 )
 
@@ -44,6 +46,9 @@ type Controller struct {
 	KubeVirtNamespace string
 	// Metrics counts the steps of each reconcile; nil counts nothing.
 	Metrics *Metrics
+	// Guard is the parameter of the policies that keep other pods and VMs off the migration
+	// network; nil leaves it alone.
+	Guard *guard.Params
 }
 
 // SetupWithManager watches the setting, the KubeVirt CR and the NADs migranet manages.
@@ -99,9 +104,23 @@ type stepError struct {
 func (e *stepError) Error() string { return e.err.Error() }
 func (e *stepError) Unwrap() error { return e.err }
 
-// apply runs the steps in order: NAD, KubeVirt CR, cleanup. It stops at the first failure.
+// apply runs the steps in order: guard, NAD, KubeVirt CR, cleanup, guard. It stops at the first
+// failure. The guard lists the new NAD before it exists and the old ones until they are deleted,
+// so no moment leaves a migration NAD open to other pods and VMs.
 func (r *Controller) apply(ctx context.Context, m *MigrationNetwork) *stepError {
 	want := RenderNAD(m, r.KubeVirtNamespace)
+	network := ""
+	if want != nil {
+		network = want.Name
+	}
+	managed, err := r.managedNADs(ctx)
+	if err == nil {
+		err = r.setGuard(ctx, append(managed, network)...)
+	}
+	if err != nil {
+		r.Metrics.Step(ControllerName, StepNAD, err)
+		return &stepError{ReasonGuardFailed, err}
+	}
 	if want != nil {
 		err := r.ensureNAD(ctx, want)
 		r.Metrics.Step(ControllerName, StepNAD, err)
@@ -109,21 +128,41 @@ func (r *Controller) apply(ctx context.Context, m *MigrationNetwork) *stepError 
 			return &stepError{ReasonNADFailed, fmt.Errorf("ensuring NetworkAttachmentDefinition %s/%s: %w", want.Namespace, want.Name, err)}
 		}
 	}
-	network := ""
-	if want != nil {
-		network = want.Name
-	}
 	if serr := r.pointKubeVirt(ctx, network); serr != nil {
 		r.Metrics.Step(ControllerName, StepKubeVirt, serr)
 		return serr
 	}
 	r.Metrics.Step(ControllerName, StepKubeVirt, nil)
-	err := r.deleteUnreferenced(ctx, network)
+	err = r.deleteUnreferenced(ctx, network)
 	r.Metrics.Step(ControllerName, StepCleanup, err)
 	if err != nil {
 		return &stepError{ReasonCleanupFailed, fmt.Errorf("deleting NetworkAttachmentDefinitions no longer referenced: %w", err)}
 	}
+	if err := r.setGuard(ctx, network); err != nil {
+		return &stepError{ReasonGuardFailed, err}
+	}
 	return nil
+}
+
+// setGuard lists names (empty ones dropped) in the guard's parameter.
+func (r *Controller) setGuard(ctx context.Context, names ...string) error {
+	if r.Guard == nil {
+		return nil
+	}
+	return r.Guard.Set(ctx, names...)
+}
+
+// managedNADs lists the names of the NADs migranet manages in KubeVirt's namespace.
+func (r *Controller) managedNADs(ctx context.Context) ([]string, error) {
+	nads := &nadv1.NetworkAttachmentDefinitionList{}
+	if err := r.Client.List(ctx, nads, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+		return nil, fmt.Errorf("listing the NetworkAttachmentDefinitions migranet manages: %w", err)
+	}
+	names := make([]string, 0, len(nads.Items))
+	for i := range nads.Items {
+		names = append(names, nads.Items[i].Name)
+	}
+	return names, nil
 }
 
 // ensureNAD creates the rendered NAD, or puts back its config and metadata if edited by hand.

@@ -19,6 +19,10 @@ const (
 	// is at most 63 characters). AnnotationHash holds all 64.
 	LabelHash      = "migranet.io/hash"
 	AnnotationHash = "migranet.io/hash"
+	// LabelRole says what the NAD is for, to filter on: kubectl get net-attach-def -A -l
+	// migranet.io/role=migration.
+	LabelRole     = "migranet.io/role"
+	RoleMigration = "migration"
 	// AnnotationSystemNetwork tells UIs the NAD is infrastructure, not a network to attach VMs to.
 	AnnotationSystemNetwork = "migranet.io/system-network"
 	// AnnotationHarvesterMigrationNetwork is the annotation Harvester puts on its own
@@ -90,7 +94,7 @@ func NADConfig(m *MigrationNetwork) string {
 }
 
 // RenderNAD renders the NetworkAttachmentDefinition for m in namespace (KubeVirt's), as a pure
-// function of m's canonical value: name NADName(m.Hash()), labels managed-by and hash, annotations
+// function of m's canonical value: name NADName(m.Hash()), labels managed-by, hash and role, annotations
 // full hash, system network and Harvester's migration-network marker, spec.config NADConfig(m).
 // Validate m first; RenderNAD renders whatever it is given. A nil m (disabled) renders nil.
 func RenderNAD(m *MigrationNetwork, namespace string) *nadv1.NetworkAttachmentDefinition {
@@ -106,6 +110,7 @@ func RenderNAD(m *MigrationNetwork, namespace string) *nadv1.NetworkAttachmentDe
 			Labels: map[string]string{
 				LabelManagedBy: ManagedBy,
 				LabelHash:      HashLabelValue(hash),
+				LabelRole:      RoleMigration,
 			},
 			Annotations: map[string]string{
 				AnnotationHash:                      hash,

@@ -49,6 +49,9 @@ func prepareDev(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, f
 	if err := applyCRDs(ctx, c); err != nil {
 		return nil, err
 	}
+	if err := applyGuard(ctx, c, f.namespace); err != nil {
+		return nil, err
+	}
 	if f.webhookPort == 0 {
 		l, err := net.Listen("tcp", net.JoinHostPort(f.webhookHost, "0"))
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/migranet/migranet/guard"
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/webhook"
@@ -182,7 +183,9 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	if err := (&settings.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-settings"),
-		KubeVirtNamespace: f.kubevirtNamespace, Metrics: settingsMetrics}).SetupWithManager(mgr); err != nil {
+		KubeVirtNamespace: f.kubevirtNamespace, Metrics: settingsMetrics,
+		Guard: &guard.Params{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
+	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)
 	}
 	observer := &netcontroller.Observer{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}
