@@ -13,6 +13,7 @@ const (
 	MetricConfigured = "migranet_migration_network_configured"
 	MetricNodes      = "migranet_migration_network_nodes"
 	MetricAddresses  = "migranet_migration_network_addresses"
+	MetricForeign    = "migranet_migration_network_foreign_attachments"
 )
 
 // Steps of the network controller, counted in settings.MetricReconcileSteps.
@@ -32,6 +33,7 @@ type Metrics struct {
 	configured *prometheus.GaugeVec
 	nodes      *prometheus.GaugeVec
 	addresses  *prometheus.GaugeVec
+	foreign    *prometheus.GaugeVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered), reusing
@@ -51,6 +53,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{&m.ready, MetricReady, "1 when the vm-migration-network setting is Ready (every eligible node attached, or no migration network and KubeVirt available), else 0.", nil},
 		{&m.configured, MetricConfigured, "1 when the vm-migration-network setting asks for a migration network, 0 when migrations use the pod network.", nil},
 		{&m.nodes, MetricNodes, "Nodes eligible for virt-handler (state=eligible) and those of them attached to the migration network with an address in its range (state=attached); absent while no migration network is configured.", []string{"state"}},
+		{&m.foreign, MetricForeign, "Objects other than virt-handler pods that attach a migration NAD (kind=Pod or VirtualMachineInstance), found by the leader's periodic scan; they predate the guard policies, which refuse new ones.", []string{"kind"}},
 		{&m.addresses, MetricAddresses, "Addresses of the migration range: assignable (kind=usable) and held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report); absent while no migration network is configured.", []string{"kind"}},
 	}
 	for _, g := range gauges {
@@ -107,4 +110,12 @@ func boolGauge(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// foreignAttachments sets the count of objects of kind besides virt-handlers on the network.
+func (m *Metrics) foreignAttachments(kind string, n int) {
+	if m == nil {
+		return
+	}
+	m.foreign.WithLabelValues(kind).Set(float64(n))
 }

@@ -45,6 +45,7 @@ type managerFlags struct {
 	renewDeadline        time.Duration
 	retryPeriod          time.Duration
 	shutdownDelay        time.Duration
+	guardScan            time.Duration
 	qps                  float64
 	burst                int
 	zap                  zap.Options
@@ -73,6 +74,7 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps retrying to renew before it gives up leadership (and exits)")
 	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between leader-election attempts")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long the replica stays up unready, still serving webhooks, before it stops (lets the Service drain it; dev: 0)")
+	fs.DurationVar(&f.guardScan, "guard-scan-interval", 5*time.Minute, "how often the leader lists every pod (metadata, paged) and VMI for ones attached to the migration network besides virt-handlers (also at start and when the NAD changes)")
 	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client-side rate limit of requests to the API server, per second")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst allowed above --kube-api-qps")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -196,6 +198,11 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		KubeVirtNamespace: f.kubevirtNamespace,
 		APIReader:         mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network controller: %w", err)
+	}
+	if err := mgr.Add(&netcontroller.Offenders{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorderFor("migranet-guard"), KubeVirtNamespace: f.kubevirtNamespace,
+		Interval: f.guardScan, Metrics: netMetrics}); err != nil {
+		return fmt.Errorf("setting up the offender scan: %w", err)
 	}
 	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots,
 		Metrics: webhookMetrics, Recorder: mgr.GetEventRecorderFor("migranet-webhook")}); err != nil {

@@ -15,6 +15,8 @@ const (
 const (
 	ConditionConfigured = "Configured"
 	ConditionReady      = "Ready"
+	// ConditionExclusive is True while only KubeVirt's virt-handlers attach the migration network.
+	ConditionExclusive  = "Exclusive"
 	ConditionIPCapacity = "IPCapacity"
 )
 

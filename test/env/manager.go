@@ -103,6 +103,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		"--leader-elect-retry-period", "1s",
 		// Twice the Service simulator's probe period: a stopping replica is drained first.
 		"--shutdown-delay", "2s",
+		"--guard-scan-interval", "2s",
 		// The default overlay's certificate flags; the Service simulator is reached by IP.
 		"--cert-secret", CertSecret, "--cert-rotation", "--cert-extra-sans", "127.0.0.1"}
 	cmd := exec.Command(m.Binary, append(args, m.ExtraArgs...)...)

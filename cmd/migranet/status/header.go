@@ -43,6 +43,9 @@ type Network struct {
 	NodesEligible int    `json:"nodesEligible"`
 	IPsUsed       *int64 `json:"ipsUsed"`
 	IPsUsable     *int64 `json:"ipsUsable"`
+	// Foreign says which objects besides virt-handlers attach the migration network (the
+	// Setting's Exclusive=False message); empty when none do.
+	Foreign string `json:"foreign,omitempty"`
 }
 
 // Header summarises the vm-migration-network Setting s; nil means it does not exist.
@@ -68,6 +71,9 @@ func Header(s *v1beta1.Setting) Network {
 	}
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionConfigured); c != nil && c.Status == metav1.ConditionFalse {
 		n.Message = joinNonEmpty("; ", n.Message, fmt.Sprintf("Configured=False %s: %s", c.Reason, oneLine(c.Message)))
+	}
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionExclusive); c != nil && c.Status == metav1.ConditionFalse {
+		n.Foreign = oneLine(c.Message)
 	}
 	for _, node := range s.Status.Nodes {
 		n.NodesEligible++
@@ -126,6 +132,9 @@ func (n Network) String() string {
 		if n.IPsUsed != nil && n.IPsUsable != nil {
 			fmt.Fprintf(&b, ", IPs %d/%d used", *n.IPsUsed, *n.IPsUsable)
 		}
+	}
+	if n.Foreign != "" {
+		fmt.Fprintf(&b, "; NOT EXCLUSIVE: %s", n.Foreign)
 	}
 	return b.String()
 }

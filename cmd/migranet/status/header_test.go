@@ -83,6 +83,11 @@ func TestHeader(t *testing.T) {
 			cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", "all 3 eligible virt-handlers are on the migration network"))),
 			want: []string{nad + " (migration vlan 100 192.168.100.0/24 (-1) mtu 9000): Ready, nodes 3/3 attached, IPs 3/253 used"},
 			mode: ModeMigration, ready: "True"},
+		{name: "not-exclusive", net: Header(newSetting(netValue, applied(nad), nodes(3, 3), capacity(3, 253),
+			cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", "all 3 eligible virt-handlers are on the migration network"),
+			cond(v1beta1.ConditionExclusive, metav1.ConditionFalse, "OtherWorkloadsAttached", "1 pods and 0 VMIs besides virt-handlers attach the migration network kubevirt/"+nad+": t/web-0"))),
+			want: []string{"IPs 3/253 used; NOT EXCLUSIVE: 1 pods and 0 VMIs besides virt-handlers attach the migration network kubevirt/" + nad + ": t/web-0"},
+			mode: ModeMigration, ready: "True"},
 		{name: "from-default", net: Header(func() *v1beta1.Setting {
 			s := newSetting("", applied(nad), nodes(2, 2), cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", ""))
 			s.Default = netValue

@@ -1,7 +1,8 @@
-// Command postprocess turns controller-gen's CRDs for kubevirt.io/api core/v1 into the three CRDs
-// the local cluster installs (KubeVirt, VirtualMachineInstance, VirtualMachineInstanceMigration),
+// Command postprocess turns controller-gen's CRDs for kubevirt.io/api core/v1 into the four CRDs
+// the local cluster installs (KubeVirt, VirtualMachine, VirtualMachineInstance,
+// VirtualMachineInstanceMigration),
 // adding what controller-gen cannot know and upstream's CRDs carry: categories, short names,
-// printer columns and the status subresource (on KubeVirt and VirtualMachineInstanceMigration,
+// printer columns and the status subresource (on KubeVirt, VirtualMachine and VirtualMachineInstanceMigration,
 // not on VirtualMachineInstance).
 //
 // Usage: postprocess <controller-gen output dir> <destination dir>
@@ -40,6 +41,14 @@ var wanted = map[string]extras{
 			column("Ready", "string", `.status.conditions[?(@.type=='Ready')].status`),
 			column("Live-Migratable", "string", `.status.conditions[?(@.type=='LiveMigratable')].status`),
 		},
+	},
+	"kubevirt.io_virtualmachines.yaml": {
+		shortNames: []string{"vm", "vms"},
+		columns: []apiextensionsv1.CustomResourceColumnDefinition{
+			column("Age", "date", ".metadata.creationTimestamp"), column("Status", "string", ".status.printableStatus"),
+			column("Ready", "string", `.status.conditions[?(@.type=='Ready')].status`),
+		},
+		status: true,
 	},
 	"kubevirt.io_virtualmachineinstancemigrations.yaml": {
 		shortNames: []string{"vmim", "vmims"},
