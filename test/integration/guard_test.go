@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -59,6 +60,24 @@ func guardNames(ctx context.Context) string {
 	cm := &corev1.ConfigMap{}
 	ExpectWithOffset(1, f.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "migranet-migration-networks"}, cm)).To(Succeed())
 	return cm.Data["names"]
+}
+
+// withoutPodGuard runs create with the pods guard policy unbound, as an admin would to let a pod
+// attach the migration network (or as a cluster looked before migranet's guard), and binds it
+// again: re-applying the manifests, then waiting until a dry-run attach is refused.
+func withoutPodGuard(ctx context.Context, create func()) {
+	GinkgoHelper()
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "migranet-migration-network-pods"}}
+	Expect(f.Client.Delete(ctx, binding)).To(Succeed())
+	names := strings.Fields(guardNames(ctx))
+	Expect(names).NotTo(BeEmpty(), "no migration NAD to guard")
+	probe := guardPod(f.Namespace(ctx), "probe", map[string]string{"k8s.v1.cni.cncf.io/networks": cluster.KubeVirtNamespace + "/" + names[0]})
+	Eventually(func() error { return f.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) }).
+		WithContext(ctx).WithTimeout(framework.Short).Should(Succeed(), "the unbound policy still refuses")
+	create()
+	Expect(f.Reinstall(ctx)).To(Succeed())
+	Eventually(func() error { return f.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) }).
+		WithContext(ctx).WithTimeout(framework.Short).Should(MatchError(ContainSubstring("carries live migrations only")))
 }
 
 // expectGuardRefusal expects err to be the guard policy's refusal naming nad.
@@ -129,15 +148,8 @@ var _ = Describe("the migration network's guard", Ordered, func() {
 	It("refuses an update that adds the network, and leaves an object that had it before alone", func(ctx context.Context) {
 		ns := f.Namespace(ctx)
 		ref := map[string]string{"k8s.v1.cni.cncf.io/networks": cluster.KubeVirtNamespace + "/" + nad}
-		By("an offender from before the guard: the admin takes the pods binding away, a pod attaches, the binding comes back")
-		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "migranet-migration-network-pods"}}
-		Expect(f.Client.Delete(ctx, binding)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) { Expect(f.Reinstall(ctx)).To(Succeed()) })
-		Eventually(func() error { return f.Client.Create(ctx, guardPod(ns, "before", ref)) }).
-			WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
-		Expect(f.Reinstall(ctx)).To(Succeed())
-		Eventually(func() error { return f.Client.Create(ctx, guardPod(ns, "probe", ref), client.DryRunAll) }).
-			WithContext(ctx).WithTimeout(framework.Short).Should(MatchError(ContainSubstring("carries live migrations only")))
+		By("an offender from before the guard: a pod attaches while the pods policy is unbound")
+		withoutPodGuard(ctx, func() { Expect(f.Client.Create(ctx, guardPod(ns, "before", ref))).To(Succeed()) })
 
 		By("the leader finds the offender and reports it, without touching it")
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionExclusive).WithTimeout(framework.Short).
@@ -171,7 +183,7 @@ var _ = Describe("the migration network's guard", Ordered, func() {
 		expectGuardRefusal(f.Client.Patch(ctx, later, patch), nad)
 
 		By("once the offender is gone, the network is exclusive again")
-		Expect(f.Client.Delete(ctx, before, client.GracePeriodSeconds(0))).To(Succeed())
+		Expect(f.Client.Delete(ctx, before)).To(Succeed()) // gracefully: whereabouts releases its address
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionExclusive).WithTimeout(framework.Short).
 			Should(Equal("True/" + netcontroller.ReasonExclusive))
 	})
