@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if skipped, _ := qemuSuiteOptOut(); skipped {
+		return m.Run() // every QEMU test skips itself and says why
+	}
+	if err := qemuPrerequisites(); err != nil {
+		return m.Run() // every QEMU test fails naming the prerequisite
+	}
 	dir, err := os.MkdirTemp("", "vpguest")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -42,6 +49,39 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// SuiteName is this suite's name in MIGRANET_TEST_SKIP.
+const SuiteName = "qemu"
+
+// qemuSuiteOptOut reports whether MIGRANET_TEST_SKIP (a comma-separated list of
+// suite names, the one documented opt-out) lists this suite, and the skip message.
+func qemuSuiteOptOut() (bool, string) {
+	for _, s := range strings.Split(os.Getenv("MIGRANET_TEST_SKIP"), ",") {
+		if strings.TrimSpace(s) == SuiteName {
+			return true, "skipped by the opt-out: MIGRANET_TEST_SKIP lists " + SuiteName
+		}
+	}
+	return false, ""
+}
+
+// qemuPrerequisites names the first missing prerequisite of the QEMU suite and
+// how to get it: QEMU first, then binutils (the guest is assembled), then the
+// privilege to create network namespaces. A missing one fails the run; only
+// MIGRANET_TEST_SKIP=qemu skips the suite.
+func qemuPrerequisites() error {
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		return fmt.Errorf("prerequisite missing: qemu-system-x86_64 (apt-get install --no-install-recommends qemu-system-x86), or set MIGRANET_TEST_SKIP=%s: %v", SuiteName, err)
+	}
+	for _, b := range []string{"as", "ld"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return fmt.Errorf("prerequisite missing: %s (apt-get install binutils), or set MIGRANET_TEST_SKIP=%s: %v", b, SuiteName, err)
+		}
+	}
+	if err := netlab.Probe(); err != nil {
+		return fmt.Errorf("prerequisite missing: the privilege to create network namespaces (run as root / with CAP_SYS_ADMIN and CAP_NET_ADMIN), or set MIGRANET_TEST_SKIP=%s: %v", SuiteName, err)
+	}
+	return nil
+}
+
 // env is the lab plus one node process per namespace.
 type env struct {
 	lab            *netlab.Lab
@@ -52,11 +92,11 @@ type env struct {
 
 func newEnv(t testing.TB, withTLS bool) *env {
 	t.Helper()
-	if err := netlab.Probe(); err != nil {
-		t.Skipf("network namespaces cannot be created here, skipping the QEMU suite: %v", err)
+	if skipped, why := qemuSuiteOptOut(); skipped {
+		t.Skip(why)
 	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Fatalf("qemu-system-x86_64 missing (apt-get install --no-install-recommends qemu-system-x86): %v", err)
+	if err := qemuPrerequisites(); err != nil {
+		t.Fatal(err)
 	}
 	lab, err := netlab.New()
 	if err != nil {
