@@ -14,6 +14,9 @@
 #   run.sh test           upstream, then the harness tests (loopback + netns/QEMU suite)
 #   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream)
 #
+# MIGRANET_VP_FAULT (used by mutate.sh) names one fault patch (faults/*.patch) applied
+# to the v1.9.0 tree on top of the series.
+#
 # MIGRANET_VP_PATCHES selects the series: "all" (default), "none", or a comma list of
 # patch numbers ("1,2"). Anything but "all" is for showing that the harness fails
 # without the patches; the harness then builds with -tags vp_unpatched where the
@@ -55,6 +58,11 @@ selected_patches() { # VERSION
       *) [[ ",$sel," == *",$n,"* ]] && echo "$p" ;;
     esac
   done
+  # mutate.sh: one deliberate fault (faults/*.patch against the kubevirt tree) on
+  # top of the harness release's series, in a work dir of its own.
+  if [ -n "${MIGRANET_VP_FAULT:-}" ] && [ "$1" = "$kv_version" ]; then
+    echo "$MIGRANET_VP_FAULT"
+  fi
 }
 
 series_hash() { # VERSION
