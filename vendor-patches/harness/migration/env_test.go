@@ -83,6 +83,18 @@ func qemuPrerequisites() error {
 	return nil
 }
 
+// qemuSuite starts every QEMU test (and newEnv): skipped by the opt-out, failed
+// naming a missing prerequisite.
+func qemuSuite(t testing.TB) {
+	t.Helper()
+	if skipped, why := qemuSuiteOptOut(); skipped {
+		t.Skip(why)
+	}
+	if err := qemuPrerequisites(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // env is the lab plus one node process per namespace.
 type env struct {
 	lab            *netlab.Lab
@@ -93,12 +105,7 @@ type env struct {
 
 func newEnv(t testing.TB, withTLS bool) *env {
 	t.Helper()
-	if skipped, why := qemuSuiteOptOut(); skipped {
-		t.Skip(why)
-	}
-	if err := qemuPrerequisites(); err != nil {
-		t.Fatal(err)
-	}
+	qemuSuite(t)
 	lab, err := netlab.New()
 	if err != nil {
 		t.Fatal(err)

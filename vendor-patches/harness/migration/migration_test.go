@@ -14,6 +14,7 @@ import (
 const fast = 8 << 30 // max-bandwidth: 8 GiB/s, i.e. not the limit
 
 func TestQEMUMigrationThroughProxies(t *testing.T) {
+	qemuSuite(t)
 	for _, withTLS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "mTLS"}[withTLS], func(t *testing.T) {
 			e := newEnv(t, withTLS)
@@ -100,6 +101,7 @@ func (e *env) refusals(t testing.TB, key string) int {
 
 // QEMU multifd channels must reach the target in the order they were opened.
 func TestQEMUMultifdThroughProxies(t *testing.T) {
+	qemuSuite(t)
 	const runs = 20
 	passed := 0
 	for _, withTLS := range []bool{false, true} {
@@ -129,6 +131,7 @@ func TestQEMUMultifdThroughProxies(t *testing.T) {
 // migrate_cancel, must leave no connection (fd) or proxy goroutine on either
 // node; after a cancel the source guest runs on.
 func TestQEMUMigrationAborted(t *testing.T) {
+	qemuSuite(t)
 	for _, abort := range []string{"killed", "cancelled"} {
 		for _, withTLS := range []bool{false, true} {
 			t.Run(abort+"/"+map[bool]string{false: "plain", true: "mTLS"}[withTLS], func(t *testing.T) {
