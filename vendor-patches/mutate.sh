@@ -8,8 +8,9 @@
 #
 # Faults:
 # - faults/NN-*.patch against the kubevirt tree (a/pkg/...): applied by run.sh
-#   (MIGRANET_VP_FAULT) on top of the v1.9.0 series in a work dir of its own, which
-#   .work/kubevirt points at while the row runs; run.sh apply restores the link.
+#   (MIGRANET_VP_FAULT) on top of the v1.9.0 series (NN-*.v1.8.4.patch: the v1.8.4
+#   one) in a work dir of its own, which .work/kubevirt (-v1.8.4) points at while
+#   the row runs; run.sh apply restores the link.
 # - faults/NN-*.patch against this repository (a/vendor-patches/...): a fault in
 #   the harness's own wiring, applied to the work tree with git apply and reverted
 #   with git apply -R (also on exit or interrupt).
@@ -58,10 +59,13 @@ rows=(
   "08-target-counts-twice|migration|^TestQEMUMigrationThroughProxies\$/^plain\$|proxy metric to_target: source counted"
   "09-series-not-deleted|proxy|^TestHalfCloseAndNoLeak\$|metric series of vmi-[0-9a-f]+ after stop"
   "09-series-not-deleted|migration|^TestQEMUMigrationAborted\$/^killed\$|still exports vmi-killed-[0-9a-f]+'s metric series"
-  "10-full-close-not-half-close|proxy|^TestHalfCloseAndNoLeak\$|reply \"\", .*want \"bye\"|half-close not propagated"
+  "10-full-close-not-half-close|proxy|^TestHalfCloseAndNoLeak\$|the backend cannot answer after the client's half-close"
   "11-stream-over-management-link|migration|^TestQEMUMigrationThroughProxies\$/^plain\$|management link source TX carried [0-9]+ bytes during the migration"
+  "12-virt-handler-binds-pod-address.v1.8.4|wiring|^TestMigrationProxyBindsTheAdvertisedAddress\$|target listener not reachable on the advertised address 192.168.100.7"
+  "13-kubevirt-tls-identity-unchecked.v1.8.4|wiring|^TestKubeVirtTLSConfigsRefuseStrangers\$|wrong identity \\(CN\\): server let the client in"
   "env:netns-add-fails|migration|^TestQEMUMigrationThroughProxies\$|prerequisite missing: the privilege to create network namespaces \\(run as root / with CAP_SYS_ADMIN"
   "env:unprivileged-user|migration|^TestQEMUMigrationThroughProxies\$|prerequisite missing: the privilege to create network namespaces"
+  "env:unprivileged-user|wiring|^TestMigrationProxyBindsTheAdvertisedAddress\$|prerequisite missing: the privilege to create network namespaces"
   "env:no-qemu|migration|^TestQEMUMigrationThroughProxies\$|prerequisite missing: qemu-system-x86_64 \\(apt-get install"
   "env:opt-out-skips|migration|^TestQEMUMigrationThroughProxies\$|skipped by the opt-out: MIGRANET_TEST_SKIP lists qemu"
 )
@@ -84,7 +88,16 @@ trap 'exit 130' INT TERM
 
 # build PACKAGE: the package's test binary for the current tree, in $tmp.
 build() {
-  (cd "$here/harness" && go test -c -p "$build_p" -o "$tmp/$1.test" "./$1")
+  if [ "$1" = wiring ]; then
+    (cd "$here/virt-handler-v1.8.4" && CGO_ENABLED=1 go test -c -p "$build_p" -o "$tmp/$1.test" ./wiring)
+  else
+    (cd "$here/harness" && go test -c -p "$build_p" -o "$tmp/$1.test" "./$1")
+  fi
+}
+
+# pkgdir PACKAGE: where its tests run.
+pkgdir() {
+  if [ "$1" = wiring ]; then echo "$here/virt-handler-v1.8.4/wiring"; else echo "$here/harness/$1"; fi
 }
 
 # prepare_fault FAULT: the tree with FAULT in (or nothing for env rows).
@@ -99,7 +112,9 @@ prepare_fault() {
         (cd "$repo" && git apply "$patch") || return 1
         applied_harness_fault="$patch"
       else
-        (cd "$here" && MIGRANET_VP_FAULT="$patch" bash run.sh apply >"$tmp/apply.log" 2>&1) ||
+        local version=v1.9.0
+        [[ "$f" == *.v1.8.4 ]] && version=v1.8.4
+        (cd "$here" && MIGRANET_VP_FAULT="$patch" MIGRANET_VP_FAULT_VERSION=$version bash run.sh apply >"$tmp/apply.log" 2>&1) ||
           { cat "$tmp/apply.log" >&2; return 1; }
       fi
       ;;
@@ -109,7 +124,8 @@ prepare_fault() {
 # run_row FAULT PACKAGE RUN: runs the named tests with the fault's environment;
 # output in $tmp/out, exit status returned.
 run_row() {
-  local f="$1" pkg="$2" run="$3" bin="$tmp/$2.test" dir="$here/harness/$2"
+  local f="$1" pkg="$2" run="$3" bin="$tmp/$2.test" dir
+  dir=$(pkgdir "$pkg")
   local args=(-test.run "$run" -test.count 1 -test.timeout 5m -test.v)
   case "$f" in
     env:netns-add-fails)

@@ -15,7 +15,8 @@
 #   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream)
 #
 # MIGRANET_VP_FAULT (used by mutate.sh) names one fault patch (faults/*.patch) applied
-# to the v1.9.0 tree on top of the series.
+# to the v1.9.0 tree (MIGRANET_VP_FAULT_VERSION: another release's) on top of the
+# series.
 #
 # MIGRANET_VP_PATCHES selects the series: "all" (default), "none", or a comma list of
 # patch numbers ("1,2"). Anything but "all" is for showing that the harness fails
@@ -60,7 +61,7 @@ selected_patches() { # VERSION
   done
   # mutate.sh: one deliberate fault (faults/*.patch against the kubevirt tree) on
   # top of the harness release's series, in a work dir of its own.
-  if [ -n "${MIGRANET_VP_FAULT:-}" ] && [ "$1" = "$kv_version" ]; then
+  if [ -n "${MIGRANET_VP_FAULT:-}" ] && [ "$1" = "${MIGRANET_VP_FAULT_VERSION:-$kv_version}" ]; then
     echo "$MIGRANET_VP_FAULT"
   fi
 }
@@ -241,6 +242,16 @@ cmd_test() {
   harness_pkgs=$(cd "$here/harness" && go list $(tags_flag) ./...)
   say "harness tests (loopback, netns + QEMU)"
   run_test_binaries "$here/harness" "$bindir/harness" "$harness_timeout" "vendor-patches--" $harness_pkgs || rc=1
+  # The code cmd/virt-handler runs to build its proxy (patch 0006), in the v1.8.4
+  # tree whose virt-handler builds: compiled as virt-handler is (CGO_ENABLED=1).
+  if [ "${MIGRANET_VP_PATCHES:-all}" = all ]; then
+    rm -rf "$bindir/wiring" && mkdir -p "$bindir/wiring"
+    (cd "$handler_module" && CGO_ENABLED=1 go test -c -p "$build_p" -o "$bindir/wiring/" ./wiring) ||
+      die "$handler_version: wiring test binary does not build"
+    say "$handler_version: virt-handler's migration proxy wiring (netns)"
+    run_test_binaries "$handler_module" "$bindir/wiring" "$upstream_timeout" "vendor-patches--" \
+      github.com/migranet/migranet/vendor-patches/virt-handler-$handler_version/wiring || rc=1
+  fi
   print_summary
   [ $rc = 0 ] && say "all tests passed" || say "TESTS FAILED"
   return $rc

@@ -114,7 +114,7 @@ func TestHalfCloseAndNoLeak(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, err := b.Write([]byte("bye")); err != nil {
-				t.Fatal(err)
+				t.Fatalf("the backend cannot answer after the client's half-close (the proxy closed the connection instead of passing the EOF on): %v", err)
 			}
 			b.Close()
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
