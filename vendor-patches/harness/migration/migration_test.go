@@ -29,6 +29,7 @@ func TestQEMUMigrationThroughProxies(t *testing.T) {
 			if _, err := e.source.Do(node.Request{Op: "dial", Addr: net.JoinHostPort(e.lab.TargetMgmt, f.targetPort)}); err == nil {
 				t.Errorf("target listener reachable over the management link at %s:%s", e.lab.TargetMgmt, f.targetPort)
 			}
+			upSrc, upDst := usage(t, e.source), usage(t, e.target) // listeners up
 			f.listen(t)
 			if withTLS {
 				// Strangers are refused by the target proxy itself, and must not
@@ -51,6 +52,10 @@ func TestQEMUMigrationThroughProxies(t *testing.T) {
 			}
 			f.src.Kill()
 			f.dst.Kill()
+			// Every connection of the migration is gone while the listeners
+			// still stand, and then the listeners go with stop.
+			expectBack(t, "source node after migration, listeners up", e.source, upSrc)
+			expectBack(t, "target node after migration, listeners up", e.target, upDst)
 			for _, c := range []*node.Client{e.source, e.target} {
 				if _, err := c.Do(node.Request{Op: "stop", Key: key}); err != nil {
 					t.Fatal(err)
