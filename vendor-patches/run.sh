@@ -12,6 +12,9 @@
 #   run.sh upstream       apply if needed, then upstream's unit tests of the touched
 #                         packages that compile, for both releases
 #   run.sh test           upstream, then the harness tests (loopback + netns/QEMU suite)
+#                         and virt-handler-v1.8.4/wiring; per package: tests ran,
+#                         passed, failed, skipped; test2json streams kept in
+#                         $MIGRANET_TEST_RESULTS (vendor-patches--<pkg>.json)
 #   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream)
 #
 # MIGRANET_VP_FAULT (used by mutate.sh) names one fault patch (faults/*.patch) applied
