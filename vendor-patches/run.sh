@@ -12,7 +12,14 @@
 #   run.sh upstream       apply if needed, then upstream's unit tests of the touched
 #                         packages that compile, for both releases
 #   run.sh test           upstream, then the harness tests (loopback + netns/QEMU suite)
+#                         and virt-handler-v1.8.4/wiring; per package: tests ran,
+#                         passed, failed, skipped; test2json streams kept in
+#                         $MIGRANET_TEST_RESULTS (vendor-patches--<pkg>.json)
 #   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream)
+#
+# MIGRANET_VP_FAULT (used by mutate.sh) names one fault patch (faults/*.patch) applied
+# to the v1.9.0 tree (MIGRANET_VP_FAULT_VERSION: another release's) on top of the
+# series.
 #
 # MIGRANET_VP_PATCHES selects the series: "all" (default), "none", or a comma list of
 # patch numbers ("1,2"). Anything but "all" is for showing that the harness fails
@@ -55,6 +62,11 @@ selected_patches() { # VERSION
       *) [[ ",$sel," == *",$n,"* ]] && echo "$p" ;;
     esac
   done
+  # mutate.sh: one deliberate fault (faults/*.patch against the kubevirt tree) on
+  # top of the harness release's series, in a work dir of its own.
+  if [ -n "${MIGRANET_VP_FAULT:-}" ] && [ "$1" = "${MIGRANET_VP_FAULT_VERSION:-$kv_version}" ]; then
+    echo "$MIGRANET_VP_FAULT"
+  fi
 }
 
 series_hash() { # VERSION
@@ -149,25 +161,54 @@ handler_packages() {
   echo kubevirt.io/kubevirt/pkg/virt-launcher/virtwrap/api
 }
 
-# run_test_binaries MODULE DIR TIMEOUT PKG...: runs each package's compiled test
-# binary from DIR in the package's directory (tests read testdata relative to it),
-# one at a time, with TIMEOUT. Packages without tests have no binary and are skipped.
+# run_test_binaries MODULE DIR TIMEOUT PREFIX PKG...: runs each package's compiled
+# test binary from DIR in the package's directory (tests read testdata relative to
+# it), one at a time, with TIMEOUT, verbose (-test.v=test2json, streamed to the
+# console), converts the stream with go tool test2json and prints, per package,
+# how many tests (subtests included) ran, passed, failed and were skipped. The
+# test2json stream is kept as PREFIX<package base name>.json in
+# $MIGRANET_TEST_RESULTS (when set) or .work/testbin/results. Packages without
+# tests have no binary and are left out.
 run_test_binaries() {
-  local module="$1" bindir="$2" timeout="$3" rc=0 pkg dir bin start
-  shift 3
+  local module="$1" bindir="$2" timeout="$3" prefix="$4" rc=0 pkg dir bin start raw json status
+  local ran passed failed skipped outdir="${MIGRANET_TEST_RESULTS:-$here/.work/testbin/results}"
+  shift 4
+  mkdir -p "$outdir"
   for pkg in "$@"; do
     dir=$(cd "$module" && go list $(tags_flag) -f '{{.Dir}}' "$pkg")
     bin="$bindir/$(basename "$pkg").test"
     [ -x "$bin" ] || continue
+    raw="$bindir/$(basename "$pkg").test2json"
+    json="$outdir/$prefix$(basename "$pkg").json"
     start=$(date +%s)
-    if (cd "$dir" && "$bin" -test.timeout "$timeout" -test.count 1 2>&1 | sed 's/^/    /'; exit "${PIPESTATUS[0]}"); then
-      echo "ok   $pkg $(( $(date +%s) - start ))s"
+    status=0
+    (cd "$dir" && "$bin" -test.v=test2json -test.timeout "$timeout" -test.count 1 2>&1 | tee "$raw" |
+      sed -e 's/\x16//' -e 's/^/    /'; exit "${PIPESTATUS[0]}") || status=$?
+    go tool test2json -t -p "$pkg" < "$raw" > "$json"
+    ran=$(count_events run "$json"); passed=$(count_events pass "$json")
+    failed=$(count_events fail "$json"); skipped=$(count_events skip "$json")
+    if [ "$status" = 0 ] && [ "$failed" = 0 ]; then
+      printf 'ok   %s %ss: %s ran, %s passed, %s failed, %s skipped\n' "$pkg" $(( $(date +%s) - start )) "$ran" "$passed" "$failed" "$skipped"
     else
-      echo "FAIL $pkg $(( $(date +%s) - start ))s"
+      printf 'FAIL %s %ss: %s ran, %s passed, %s failed, %s skipped (exit %s)\n' "$pkg" $(( $(date +%s) - start )) "$ran" "$passed" "$failed" "$skipped" "$status"
       rc=1
     fi
+    summary+=("$(basename "$json" .json) ($pkg): $ran ran, $passed passed, $failed failed, $skipped skipped")
   done
   return $rc
+}
+
+# count_events ACTION FILE: test2json events of ACTION that belong to a test.
+count_events() {
+  grep -c "\"Action\":\"$1\",\"Package\":\"[^\"]*\",\"Test\":" "$2" || true
+}
+
+# summary collects one line per package run, printed at the end of test/upstream.
+summary=()
+print_summary() {
+  local l
+  say "per package (tests and subtests):"
+  for l in "${summary[@]}"; do say "  $l"; done
 }
 
 # upstream: compile the test binaries of the touched packages of both releases, then
@@ -184,9 +225,9 @@ cmd_upstream() {
   (cd "$handler_module" && CGO_ENABLED=1 go test -c -p "$build_p" -o "$bindir/upstream-$handler_version/" $(handler_packages)) ||
     die "$handler_version: test binaries do not build"
   say "$kv_version: upstream unit tests of the patched packages"
-  run_test_binaries "$here/harness" "$bindir/upstream" "$upstream_timeout" $(patched_packages) || rc=1
+  run_test_binaries "$here/harness" "$bindir/upstream" "$upstream_timeout" "vendor-patches--upstream-$kv_version-" $(patched_packages) || rc=1
   say "$handler_version: upstream unit tests of the patched packages"
-  run_test_binaries "$handler_module" "$bindir/upstream-$handler_version" "$upstream_timeout" $(handler_packages) || rc=1
+  run_test_binaries "$handler_module" "$bindir/upstream-$handler_version" "$upstream_timeout" "vendor-patches--upstream-$handler_version-" $(handler_packages) || rc=1
   [ $rc = 0 ] && say "upstream tests passed" || say "UPSTREAM TESTS FAILED"
   return $rc
 }
@@ -203,7 +244,18 @@ cmd_test() {
     die "harness test binaries do not build"
   harness_pkgs=$(cd "$here/harness" && go list $(tags_flag) ./...)
   say "harness tests (loopback, netns + QEMU)"
-  run_test_binaries "$here/harness" "$bindir/harness" "$harness_timeout" $harness_pkgs || rc=1
+  run_test_binaries "$here/harness" "$bindir/harness" "$harness_timeout" "vendor-patches--" $harness_pkgs || rc=1
+  # The code cmd/virt-handler runs to build its proxy (patch 0006), in the v1.8.4
+  # tree whose virt-handler builds: compiled as virt-handler is (CGO_ENABLED=1).
+  if [ "${MIGRANET_VP_PATCHES:-all}" = all ]; then
+    rm -rf "$bindir/wiring" && mkdir -p "$bindir/wiring"
+    (cd "$handler_module" && CGO_ENABLED=1 go test -c -p "$build_p" -o "$bindir/wiring/" ./wiring) ||
+      die "$handler_version: wiring test binary does not build"
+    say "$handler_version: virt-handler's migration proxy wiring (netns)"
+    run_test_binaries "$handler_module" "$bindir/wiring" "$upstream_timeout" "vendor-patches--" \
+      github.com/migranet/migranet/vendor-patches/virt-handler-$handler_version/wiring || rc=1
+  fi
+  print_summary
   [ $rc = 0 ] && say "all tests passed" || say "TESTS FAILED"
   return $rc
 }
@@ -231,7 +283,7 @@ cmd_bench() {
 case "${1:-}" in
   apply) cmd_apply ;;
   virt-handler) cmd_virt_handler ;;
-  upstream) cmd_upstream ;;
+  upstream) rc=0; cmd_upstream || rc=$?; print_summary; exit $rc ;;
   test) cmd_test ;;
   bench) cmd_bench ;;
   *) echo "usage: $0 apply|virt-handler|upstream|test|bench" >&2; exit 2 ;;

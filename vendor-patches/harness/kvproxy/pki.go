@@ -74,14 +74,16 @@ func (p *PKI) Issue(cn string, usage x509.ExtKeyUsage) (tls.Certificate, error) 
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
-// ServerConfig mirrors virt-handler's migration server config (target side):
-// a client certificate is required, chained to the CA, for client auth, with
-// virt-handler's client common name.
+// ServerConfig mirrors virt-handler's migration server config (target side,
+// pkg/util/tls SetupTLSForServer at v1.9.0): a client certificate is required and
+// verified against the CA (RequireAndVerifyClientCert, ClientCAs), then checked
+// again for client auth and virt-handler's client common name.
 func (p *PKI) ServerConfig() *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS12,
 		Certificates: []tls.Certificate{p.server},
-		ClientAuth:   tls.RequireAnyClientCert,
+		ClientCAs:    p.pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
 			return p.verifyPeer(raw, x509.ExtKeyUsageClientAuth, ClientCN)
 		},

@@ -30,6 +30,30 @@ func OpenFDs() (int, error) {
 // Goroutines is the number of live goroutines.
 func Goroutines() int { return runtime.NumGoroutine() }
 
+// proxyPackage is in the stack of every goroutine the migration proxy runs.
+const proxyPackage = "kubevirt.io/kubevirt/pkg/virt-handler/migration-proxy."
+
+// ProxyGoroutines counts the goroutines running the migration proxy's code: the
+// proxy's own, whatever else the process runs.
+func ProxyGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, proxyPackage) {
+			count++
+		}
+	}
+	return count
+}
+
 // ProxyBytes sums kubevirt_vmi_migration_proxy_transferred_bytes_total for uid
 // per "side/direction/port_key".
 func ProxyBytes(uid string) (map[string]float64, error) {

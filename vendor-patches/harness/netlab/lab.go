@@ -3,6 +3,7 @@ package netlab
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -15,6 +16,9 @@ type Lab struct {
 	// Management and migration addresses of each node.
 	SourceMgmt, TargetMgmt string
 	SourceMig, TargetMig   string
+	// Devices carrying those addresses, in their namespaces.
+	SourceMgmtDev, TargetMgmtDev string
+	SourceMigDev, TargetMigDev   string
 	// VLAN tells whether the migration addresses sit on an 802.1Q sub-interface.
 	VLAN bool
 	// Notes are messages for the test log (e.g. why VLAN was skipped).
@@ -69,6 +73,7 @@ func (l *Lab) build(id string) error {
 			return fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, out)
 		}
 	}
+	l.SourceMgmtDev, l.TargetMgmtDev = mA, mB
 	srcDev, dstDev := gA, "migration0"
 	if _, err := ip("-n", l.Source, "link", "add", "link", gA, "name", gA+".1", "type", "vlan", "id", "100"); err == nil {
 		if _, err := ip("-n", l.Target, "link", "add", "link", "migration0", "name", "migration0.1", "type", "vlan", "id", "100"); err == nil {
@@ -77,6 +82,7 @@ func (l *Lab) build(id string) error {
 			srcDev, dstDev, l.VLAN = gA+".1", "migration0.1", true
 		}
 	}
+	l.SourceMigDev, l.TargetMigDev = srcDev, dstDev
 	if !l.VLAN {
 		l.Notes = append(l.Notes, "802.1Q VLAN sub-interfaces unavailable on this kernel (no 8021q): skipping the VLAN part, migration addresses sit on the veth itself")
 	}
@@ -89,6 +95,52 @@ func (l *Lab) build(id string) error {
 		}
 	}
 	return nil
+}
+
+// Counters are one device's byte counters.
+type Counters struct{ RX, TX uint64 }
+
+// Read returns the byte counters of dev in namespace ns (the kernel's
+// /sys/class/net/DEV/statistics, as "ip -s link" shows them).
+func Read(ns, dev string) (Counters, error) {
+	out, err := exec.Command("ip", "-n", ns, "-s", "-j", "link", "show", "dev", dev).Output()
+	if err != nil {
+		return Counters{}, fmt.Errorf("ip -n %s -s link show dev %s: %w", ns, dev, err)
+	}
+	var links []struct {
+		Stats64 struct {
+			RX struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"rx"`
+			TX struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		return Counters{}, fmt.Errorf("ip -s -j link show dev %s: %q: %v", dev, out, err)
+	}
+	return Counters{RX: links[0].Stats64.RX.Bytes, TX: links[0].Stats64.TX.Bytes}, nil
+}
+
+// Links are the counters of all four devices of the lab.
+type Links struct{ SourceMgmt, TargetMgmt, SourceMig, TargetMig Counters }
+
+// ReadLinks reads the counters of the lab's four devices.
+func (l *Lab) ReadLinks() (Links, error) {
+	var k Links
+	for _, d := range []struct {
+		ns, dev string
+		c       *Counters
+	}{{l.Source, l.SourceMgmtDev, &k.SourceMgmt}, {l.Target, l.TargetMgmtDev, &k.TargetMgmt},
+		{l.Source, l.SourceMigDev, &k.SourceMig}, {l.Target, l.TargetMigDev, &k.TargetMig}} {
+		c, err := Read(d.ns, d.dev)
+		if err != nil {
+			return Links{}, err
+		}
+		*d.c = c
+	}
+	return k, nil
 }
 
 // Close deletes both namespaces (and with them the veth pairs).

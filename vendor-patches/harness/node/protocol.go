@@ -13,10 +13,8 @@ type Request struct {
 	Sockets []string       `json:"sockets,omitempty"`
 	Ports   map[string]int `json:"ports,omitempty"`
 	PKI     []byte         `json:"pki,omitempty"`
-	// ClientCN / Foreign select the certificate of a "tlsdial": a certificate
-	// with this CN from the node's CA, or from a fresh foreign CA.
-	ClientCN string `json:"clientCN,omitempty"`
-	Foreign  bool   `json:"foreign,omitempty"`
+	// Stranger is the client a "tlsdial" plays (kvproxy.Strangers).
+	Stranger string `json:"stranger,omitempty"`
 	// Network ("tcp" or "unix") and Size of a "sink" or "send" stream.
 	Network string `json:"network,omitempty"`
 	Size    int64  `json:"size,omitempty"`
@@ -24,12 +22,18 @@ type Request struct {
 
 // Response is a node's answer.
 type Response struct {
-	Err        string             `json:"err,omitempty"`
-	Ports      map[string]int     `json:"ports,omitempty"`
-	Files      []string           `json:"files,omitempty"`
-	FDs        int                `json:"fds,omitempty"`
-	Goroutines int                `json:"goroutines,omitempty"`
-	Bytes      map[string]float64 `json:"bytes,omitempty"`
+	Err        string         `json:"err,omitempty"`
+	Ports      map[string]int `json:"ports,omitempty"`
+	Files      []string       `json:"files,omitempty"`
+	FDs        int            `json:"fds,omitempty"`
+	Goroutines int            `json:"goroutines,omitempty"`
+	// ProxyGoroutines are the goroutines running the migration proxy's code.
+	ProxyGoroutines int `json:"proxyGoroutines,omitempty"`
+	// Refusals is how many inbound connections the proxy of Key refused
+	// ("refusals"); Refused how the server turned a "tlsdial" away.
+	Refusals int                `json:"refusals,omitempty"`
+	Refused  string             `json:"refused,omitempty"`
+	Bytes    map[string]float64 `json:"bytes,omitempty"`
 	// Stream results: wall-clock start (send) or end (sink) in Unix nanoseconds,
 	// bytes seen, whether the sink has finished.
 	Start    int64 `json:"start,omitempty"`

@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"crypto/rand"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -12,8 +15,12 @@ import (
 	migrationproxy "kubevirt.io/kubevirt/pkg/virt-handler/migration-proxy"
 )
 
+// proxyLog is KubeVirt's log of this process: the proxies' refusals per uid.
+var proxyLog *kvproxy.ProxyLog
+
 func TestMain(m *testing.M) {
 	ephemeraldiskutils.MockDefaultOwnershipManager()
+	proxyLog = kvproxy.CaptureLogs(os.Stderr)
 	if err := kvproxy.RegisterMetrics(); err != nil {
 		panic(err)
 	}
@@ -33,7 +40,13 @@ type pair struct {
 func newPair(t *testing.T, pki *kvproxy.PKI) *pair {
 	t.Helper()
 	dir := t.TempDir()
-	p := &pair{key: "vmi-" + filepath.Base(dir), dir: dir}
+	// A uid of this test alone: a series left behind by another test must not
+	// stand in for this one's.
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	p := &pair{key: fmt.Sprintf("vmi-%x", b), dir: dir}
 	backendPath := filepath.Join(dir, p.key+"-49152")
 	ln, err := net.Listen("unix", backendPath)
 	if err != nil {
@@ -106,6 +119,8 @@ func settle(d time.Duration, f func() bool) bool {
 	return f()
 }
 
+// usage is the proxies' share of the process: open sockets and pipes, and the
+// goroutines running the migration proxy's code.
 type usage struct{ fds, goroutines int }
 
 func current(t *testing.T) usage {
@@ -114,10 +129,17 @@ func current(t *testing.T) usage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return usage{fds: fds, goroutines: kvproxy.Goroutines()}
+	return usage{fds: fds, goroutines: kvproxy.ProxyGoroutines()}
 }
 
-// expectBack fails unless fds and goroutines return to base within 3 s.
+// noGC stops garbage collection until the test ends: a leaked socket would be
+// closed by its finalizer at the next collection, before the count.
+func noGC(t *testing.T) {
+	old := debug.SetGCPercent(-1)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+}
+
+// expectBack fails unless fds and proxy goroutines return to base within 3 s.
 func expectBack(t *testing.T, what string, base usage) {
 	t.Helper()
 	var now usage
@@ -125,6 +147,6 @@ func expectBack(t *testing.T, what string, base usage) {
 		now = current(t)
 		return now.fds <= base.fds && now.goroutines <= base.goroutines
 	}) {
-		t.Errorf("%s: leaked: fds %d -> %d, goroutines %d -> %d", what, base.fds, now.fds, base.goroutines, now.goroutines)
+		t.Errorf("%s: leaked: fds %d -> %d, proxy goroutines %d -> %d", what, base.fds, now.fds, base.goroutines, now.goroutines)
 	}
 }

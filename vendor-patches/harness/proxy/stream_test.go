@@ -80,6 +80,7 @@ func TestHalfCloseAndNoLeak(t *testing.T) {
 		pki  *kvproxy.PKI
 	}{{"plain", nil}, {"mTLS", pkiOrFatal(t)}} {
 		t.Run(tc.name, func(t *testing.T) {
+			noGC(t)
 			p := newPair(t, tc.pki)
 			base := current(t)
 			payload := make([]byte, 8<<20)
@@ -113,7 +114,7 @@ func TestHalfCloseAndNoLeak(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, err := b.Write([]byte("bye")); err != nil {
-				t.Fatal(err)
+				t.Fatalf("the backend cannot answer after the client's half-close (the proxy closed the connection instead of passing the EOF on): %v", err)
 			}
 			b.Close()
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -123,7 +124,11 @@ func TestHalfCloseAndNoLeak(t *testing.T) {
 			}
 			c.Close()
 			expectBack(t, "after a completed stream", base)
-			assertBytes(t, p.key, int64(len(payload)))
+			assertBytes(t, p.key, int64(len(payload)), int64(len("bye")))
+			p.stop()
+			if got, err := kvproxy.ProxyBytes(p.key); err != nil || len(got) != 0 {
+				t.Errorf("metric series of %s after stop: %v (%v), want none", p.key, got, err)
+			}
 		})
 	}
 }
@@ -135,6 +140,7 @@ func TestPeerKilledMidStreamNoLeak(t *testing.T) {
 		pki  *kvproxy.PKI
 	}{{"plain", nil}, {"mTLS", pkiOrFatal(t)}} {
 		t.Run(tc.name, func(t *testing.T) {
+			noGC(t)
 			p := newPair(t, tc.pki)
 			base := current(t)
 			c, err := net.Dial("unix", p.sourceSock)
@@ -162,13 +168,17 @@ func TestPeerKilledMidStreamNoLeak(t *testing.T) {
 	}
 }
 
-func assertBytes(t *testing.T, key string, want int64) {
+// assertBytes checks key's byte metrics exactly, both proxies, both directions.
+func assertBytes(t *testing.T, key string, toTarget, fromTarget int64) {
 	t.Helper()
 	got, err := kvproxy.ProxyBytes(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"source/to_target/49152", "target/to_target/49152"} {
+	for k, want := range map[string]int64{
+		"source/to_target/49152": toTarget, "target/to_target/49152": toTarget,
+		"source/from_target/49152": fromTarget, "target/from_target/49152": fromTarget,
+	} {
 		if int64(got[k]) != want {
 			t.Errorf("metric %s = %v, want %d (all: %v)", k, got[k], want, got)
 		}

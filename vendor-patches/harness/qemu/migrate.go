@@ -10,6 +10,9 @@ type Options struct {
 	Multifd  int   // multifd channels; 0 = off
 	MaxBytes int64 // max-bandwidth in bytes/s (QEMU 7.2 defaults to 128 MiB/s)
 	Timeout  time.Duration
+	// ReturnPath turns on QEMU's return path, so the destination talks back on
+	// the migration connection (the proxies' from_target direction).
+	ReturnPath bool
 }
 
 // MigrationInfo is the part of query-migrate the suite checks.
@@ -24,9 +27,15 @@ type MigrationInfo struct {
 
 // Prepare sets capabilities and parameters on one side.
 func Prepare(q *QMP, o Options) error {
+	var caps []map[string]any
 	if o.Multifd > 0 {
-		caps := map[string]any{"capabilities": []map[string]any{{"capability": "multifd", "state": true}}}
-		if err := q.Do("migrate-set-capabilities", caps, nil); err != nil {
+		caps = append(caps, map[string]any{"capability": "multifd", "state": true})
+	}
+	if o.ReturnPath {
+		caps = append(caps, map[string]any{"capability": "return-path", "state": true})
+	}
+	if len(caps) > 0 {
+		if err := q.Do("migrate-set-capabilities", map[string]any{"capabilities": caps}, nil); err != nil {
 			return err
 		}
 	}
@@ -43,8 +52,10 @@ func Incoming(dst *QMP, uri string) error {
 }
 
 // Migrate starts src towards uri and waits, bounded by o.Timeout, for the
-// migration to end; on timeout it cancels it. The destination must then report
-// running.
+// migration to end; on timeout it cancels it. The destination (started with -S)
+// must then have landed the migration, paused; the guest memory of both sides
+// must be equal (CompareMemory); then the destination is resumed and must report
+// running. The duration returned ends when the source reports completion.
 func Migrate(src, dst *QMP, uri string, o Options) (MigrationInfo, time.Duration, error) {
 	start := time.Now()
 	if err := src.Do("migrate", map[string]any{"uri": uri}, nil); err != nil {
@@ -56,8 +67,8 @@ func Migrate(src, dst *QMP, uri string, o Options) (MigrationInfo, time.Duration
 		_ = src.Do("migrate_cancel", nil, nil)
 		return info, elapsed, err
 	}
-	if err := waitRunning(dst, 20*time.Second); err != nil {
-		return info, elapsed, err
+	if err := WaitStatus(dst, "paused", 20*time.Second); err != nil {
+		return info, elapsed, fmt.Errorf("destination after the migration: %w", err)
 	}
 	var dinfo MigrationInfo
 	if err := dst.Do("query-migrate", nil, &dinfo); err != nil {
@@ -65,6 +76,15 @@ func Migrate(src, dst *QMP, uri string, o Options) (MigrationInfo, time.Duration
 	}
 	if dinfo.Status != "completed" {
 		return info, elapsed, fmt.Errorf("destination migration status %q, want completed", dinfo.Status)
+	}
+	if err := CompareMemory(src, dst); err != nil {
+		return info, elapsed, err
+	}
+	if err := dst.Do("cont", nil, nil); err != nil {
+		return info, elapsed, err
+	}
+	if err := WaitStatus(dst, "running", 20*time.Second); err != nil {
+		return info, elapsed, fmt.Errorf("destination after cont: %w", err)
 	}
 	return info, elapsed, nil
 }
@@ -92,7 +112,8 @@ func WaitMigration(src *QMP, d time.Duration) (MigrationInfo, error) {
 	return info, fmt.Errorf("migration not done after %s (status %q)", d, info.Status)
 }
 
-func waitRunning(q *QMP, d time.Duration) error {
+// WaitStatus polls query-status until want, at most d.
+func WaitStatus(q *QMP, want string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	var st struct {
 		Status string `json:"status"`
@@ -101,10 +122,27 @@ func waitRunning(q *QMP, d time.Duration) error {
 		if err := q.Do("query-status", nil, &st); err != nil {
 			return err
 		}
-		if st.Status == "running" {
+		if st.Status == want {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("destination status %q after %s, want running", st.Status, d)
+	return fmt.Errorf("status %q after %s, want %s", st.Status, d, want)
+}
+
+// WaitTransferred polls query-migrate until at least n bytes of RAM were
+// transferred or the migration ended, at most d.
+func WaitTransferred(src *QMP, n int64, d time.Duration) (MigrationInfo, error) {
+	deadline := time.Now().Add(d)
+	var info MigrationInfo
+	for time.Now().Before(deadline) {
+		if err := src.Do("query-migrate", nil, &info); err != nil {
+			return info, err
+		}
+		if info.RAM.Transferred >= n || (info.Status != "active" && info.Status != "setup") {
+			return info, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return info, fmt.Errorf("%d bytes not transferred after %s (status %q, %d bytes)", n, d, info.Status, info.RAM.Transferred)
 }

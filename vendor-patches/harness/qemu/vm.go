@@ -18,7 +18,7 @@ type VM struct {
 }
 
 // Start launches QEMU through wrap (e.g. "ip netns exec NS"), in dir, named name.
-// incoming starts it as a migration destination (-incoming defer).
+// incoming starts it as a migration destination (-incoming defer, -S).
 func Start(wrap []string, dir, name string, a *Assets, incoming bool) (*VM, error) {
 	qmpPath := filepath.Join(dir, name+".qmp")
 	_ = os.Remove(qmpPath)
@@ -30,7 +30,9 @@ func Start(wrap []string, dir, name string, a *Assets, incoming bool) (*VM, erro
 		"-object", mem, "-m", "256M", "-nodefaults", "-display", "none", "-kernel", a.Kernel,
 		"-qmp", "unix:" + qmpPath + ",server=on,wait=off"}
 	if incoming {
-		args = append(args, "-incoming", "defer")
+		// -S: the destination stays paused once the migration has landed, so its
+		// memory can be compared with the paused source's before it runs on.
+		args = append(args, "-incoming", "defer", "-S")
 	}
 	argv := append(append([]string{}, wrap...), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
