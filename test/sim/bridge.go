@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/migranet/migranet/test/cluster"
 )
 
 // The bridge CNI model below follows github.com/containernetworking/plugins v1.9.1 (the version
@@ -20,13 +22,6 @@ import (
 // keeps the kernel's 1500 (utils.DefaultMTU, pkg/utils/consts.go). A veth made with mtu 0
 // (ip.SetupVeth, pkg/ip/link_linux.go) has 1500 as well.
 const DefaultUplinkMTU = 1500
-
-// UplinkMTUAnnotationPrefix + <cluster network> on a Node is the MTU of that cluster network's
-// uplink bond (<cn>-bo) on the node. On Harvester it is spec.uplink.linkAttributes.mtu of the
-// VlanConfig the node matches (label network.harvesterhci.io/vlanconfig), which the node's agent
-// sets on the bond (setUplink); that lives in the node's kernel and no Kubernetes object reports it
-// per node, so the simulators read it here. Absent: DefaultUplinkMTU.
-const UplinkMTUAnnotationPrefix = "uplink-mtu.sim.migranet.io/"
 
 // ClusterNetworkLabelPrefix + <cluster network> = "true" is the label Harvester's agent puts on a
 // node once that cluster network's bridge and uplink are set up there (addNodeLabel, after
@@ -96,7 +91,7 @@ func NodeUplink(node *corev1.Node, bridge string) Uplink {
 		return Uplink{}
 	}
 	u := Uplink{Carried: node.Labels[ClusterNetworkLabelPrefix+cn] == "true", MTU: DefaultUplinkMTU}
-	if v, err := strconv.Atoi(node.Annotations[UplinkMTUAnnotationPrefix+cn]); err == nil && v > 0 {
+	if v, err := strconv.Atoi(node.Annotations[cluster.UplinkMTUAnnotationPrefix+cn]); err == nil && v > 0 {
 		u.MTU = v
 	}
 	return u
