@@ -84,7 +84,11 @@ func EvaluateCreate(in CreateInput) []Decision {
 		}
 	}
 	if m := in.Policy.ModeFor(settings.RuleNetworkReady, in.User); m != settings.ModeOff {
-		if msg := networkNotReady(in.Network, in.CurrentHash); msg != "" {
+		msg := networkNotReady(in.Network, in.CurrentHash)
+		if msg == "" {
+			msg = sourceOffNetwork(&in)
+		}
+		if msg != "" {
 			out = append(out, decision(settings.RuleNetworkReady, m, "", msg))
 		}
 	}
