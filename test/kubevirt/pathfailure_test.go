@@ -171,8 +171,16 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 		old := virtHandlerOn(ctx, target)
 		Expect(f.Client.Delete(ctx, old)).To(Succeed())
 		Eventually(func(g Gomega) {
-			p := virtHandlerOn(ctx, target)
-			g.Expect(p.UID).NotTo(Equal(old.UID))
+			pods := &corev1.PodList{}
+			g.Expect(f.Client.List(ctx, pods, client.InNamespace(cluster.KubeVirtNamespace),
+				client.MatchingLabels{sim.VirtHandlerLabel: sim.VirtHandlerName}, client.MatchingFields{"spec.nodeName": target})).To(Succeed())
+			var p *corev1.Pod
+			for i := range pods.Items {
+				if pods.Items[i].UID != old.UID && pods.Items[i].Status.Phase == corev1.PodRunning {
+					p = &pods.Items[i]
+				}
+			}
+			g.Expect(p).NotTo(BeNil(), "a new running virt-handler pod on %s", target)
 			g.Expect(p.Annotations[sim.NetworksAnnotation]).To(HavePrefix(newNAD + "@"))
 			g.Expect(p.Annotations[sim.NetworkStatusAnnotation]).To(ContainSubstring(sim.MigrationInterface))
 		}).WithTimeout(framework.Long).Should(Succeed())
