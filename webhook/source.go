@@ -9,8 +9,9 @@ import (
 
 // sourceOffNetwork explains why the VMI's node cannot send a migration over the migration network
 // in force, or returns "": the node does not carry the value's cluster network. Its virt-handler
-// still has a migration0 address (the bridge CNI plugin creates a missing bridge, without uplink,
-// and the network counts as Ready), but the stream cannot leave the node. Judged only when the
+// still has a migration0 address (the bridge CNI plugin creates a missing bridge, without uplink;
+// the network controller reports the node NoClusterNetwork), but the stream cannot leave the
+// node. Judged only when the
 // network controller's snapshot describes the current value (else networkNotReady speaks) and the
 // VMI's node is in the cache.
 func sourceOffNetwork(in *CreateInput) string {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 )
 
@@ -11,8 +12,9 @@ import (
 // which reaches other nodes only through the cluster network's uplink; on a node that does not
 // carry the cluster network (Harvester's agent removed the label when it tore the uplink down)
 // the bridge plugin still made migration0, on a bridge without uplink, so the virt-handler has an
-// address and the network counts as Ready. The virt-handler stand-in fails such a migration
-// (test/sim MigrationPath); networkReady refuses it.
+// address. The network controller counts the node as not attached (NoClusterNetwork), so the
+// network is not Ready; networkReady names the source's own problem first. The virt-handler
+// stand-in fails such a migration (test/sim MigrationPath).
 // Catches: admitting a migration whose source cannot send it (migranet judged only targets).
 func TestSourceOnClusterNetwork(t *testing.T) {
 	offSource := func(in *CreateInput) { delete(in.Nodes[0].Labels, settings.ClusterNetworkLabelPrefix+testCN) }
@@ -25,6 +27,10 @@ func TestSourceOnClusterNetwork(t *testing.T) {
 		{"source does not carry it", offSource, []want{{rule: settings.RuleNetworkReady, deny: true, msg: []string{
 			"VirtualMachineInstance ns/vm runs on node-0, which does not carry the cluster network migration (label network.harvesterhci.io/migration=true)",
 			"no uplink", "attach node-0 to the cluster network migration"}}}},
+		{"as the network controller reports it: the source not attached (NoClusterNetwork), its own reason first", func(in *CreateInput) {
+			offSource(in)
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, netcontroller.ReasonNodesNotAttached
+		}, []want{{rule: settings.RuleNetworkReady, deny: true, msg: []string{"runs on node-0, which does not carry"}}}},
 		{"label false counts as not carried", func(in *CreateInput) { in.Nodes[0].Labels[settings.ClusterNetworkLabelPrefix+testCN] = "false" },
 			[]want{{rule: settings.RuleNetworkReady, deny: true, msg: []string{"runs on node-0, which does not carry"}}}},
 		{"pod network: no cluster network to carry", func(in *CreateInput) { offSource(in); in.CurrentHash, in.Network = "", nil }, nil},

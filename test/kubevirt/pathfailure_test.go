@@ -111,8 +111,14 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 
 		By("Harvester's agent taking the cluster network off the source node (its VlanConfig no longer matches it)")
 		patchNode(ctx, source, func(n *corev1.Node) { delete(n.Labels, label) }, func(n *corev1.Node) { n.Labels[label] = "true" })
-		Expect(networkCondition(ctx, v1beta1.ConditionReady)).To(Equal("True/"+netcontroller.ReasonReady),
-			"the source's virt-handler still has its migration0 address (the bridge plugin made a bridge without uplink)")
+		// Its virt-handler keeps its migration0 address (the bridge plugin made a bridge without
+		// uplink), but the network controller no longer counts the node as attached.
+		Eventually(networkCondition).WithContext(ctx).WithArguments(v1beta1.ConditionReady).
+			WithTimeout(framework.Long).Should(Equal("False/" + netcontroller.ReasonNodesNotAttached))
+		s := &v1beta1.Setting{}
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s)).To(Succeed())
+		Expect(s.Status.Nodes).To(ContainElement(And(HaveField("Name", source), HaveField("Reason", netcontroller.ReasonNoClusterNetwork),
+			HaveField("IP", Not(BeEmpty())))))
 		Eventually(func() string {
 			_, stderr, err := f.Kubectl(vmimTo(ns, "refused", "vm", target), "create", "-f", "-")
 			if err == nil {
@@ -137,6 +143,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 		patch := client.MergeFrom(n.DeepCopy())
 		n.Labels[label] = "true"
 		Expect(f.Client.Patch(ctx, n, patch)).To(Succeed())
+		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		stderr = createWarned(vmimTo(ns, "again", "vm", target))
 		Expect(stderr).NotTo(ContainSubstring("Warning"))
 		Eventually(migrationPhase).WithContext(ctx).WithArguments(ns, "again").
