@@ -170,6 +170,7 @@ func gather(ctx context.Context, c client.Client, kubevirtNamespace string, s *v
 	if m != nil {
 		in.Network = settings.NADName(m.Hash())
 		in.Range, _ = netip.ParsePrefix(m.Range)
+		in.ClusterNetwork = m.ClusterNetwork
 	}
 	nodes := &corev1.NodeList{}
 	// Read-only from here on: no deep copy of every node and pod per reconcile.

@@ -26,6 +26,11 @@ const (
 	ReasonNoIP        = "NoIP"
 	ReasonOutOfRange  = "OutOfRange"
 	ReasonPodNotReady = "PodNotReady"
+	// ReasonNoClusterNetwork: the node does not carry the value's cluster network (no
+	// network.harvesterhci.io/<cn>=true). Its virt-handler may still have a migration0 address —
+	// the bridge CNI plugin creates a missing bridge — but on a bridge without uplink, so no
+	// migration can leave or reach the node over it.
+	ReasonNoClusterNetwork = "NoClusterNetwork"
 )
 
 // Input is what Observe looks at.
@@ -36,6 +41,8 @@ type Input struct {
 	Network      string            // NAD name the setting renders to, "" when disabled
 	Namespace    string            // KubeVirt namespace, where the NAD lives
 	Range        netip.Prefix      // the setting's range (zero when disabled)
+	// ClusterNetwork is the value's cluster network; "" skips the check that a node carries it.
+	ClusterNetwork string
 }
 
 // Observation is how far the eligible nodes are on the migration network.
@@ -73,6 +80,9 @@ func Observe(in Input) Observation {
 			continue
 		}
 		st := nodeStatus(n.Name, byNode[n.Name], in)
+		if st.Reason == "" && in.ClusterNetwork != "" && !settings.HasClusterNetwork(n, in.ClusterNetwork) {
+			st.Reason = ReasonNoClusterNetwork
+		}
 		if st.Reason == "" {
 			obs.Attached++
 		}

@@ -84,7 +84,13 @@ func EvaluateCreate(in CreateInput) []Decision {
 		}
 	}
 	if m := in.Policy.ModeFor(settings.RuleNetworkReady, in.User); m != settings.ModeOff {
-		if msg := networkNotReady(in.Network, in.CurrentHash); msg != "" {
+		// The source's own missing cluster network says more than the count of attached nodes
+		// (the network controller counts it as not attached, reason NoClusterNetwork).
+		msg := sourceOffNetwork(&in)
+		if msg == "" {
+			msg = networkNotReady(in.Network, in.CurrentHash)
+		}
+		if msg != "" {
 			out = append(out, decision(settings.RuleNetworkReady, m, "", msg))
 		}
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,23 @@ type NodeSpec struct {
 	Labels map[string]string
 	// Unschedulable cordons the node.
 	Unschedulable bool
+	// UplinkMTU is the MTU of the uplink of every cluster network the node carries, "mgmt"
+	// aside (see UplinkMTUAnnotationPrefix); 0 gives DefaultUplinkMTU.
+	UplinkMTU int
 }
+
+// UplinkMTUAnnotationPrefix + <cluster network> on a Node is the MTU of that cluster network's
+// uplink bond (<cn>-bo) on the node, which the Multus simulator and the virt-handler stand-in
+// read. On Harvester it is spec.uplink.linkAttributes.mtu of the VlanConfig the node matches
+// (label network.harvesterhci.io/vlanconfig), which the node's agent sets on the bond (setUplink,
+// network-controller-harvester v1.8.2 pkg/controller/agent/vlanconfig/controller.go); it lives in
+// the node's kernel and no Kubernetes object reports it per node. Absent: 1500, the bond's
+// default when the VlanConfig sets none.
+const UplinkMTUAnnotationPrefix = "uplink-mtu.sim.migranet.io/"
+
+// DefaultUplinkMTU is the uplink MTU of the environment's nodes: jumbo frames, as a dedicated
+// migration network is usually built (and Harvester's maximum, utils.MaxMTU).
+const DefaultUplinkMTU = 9000
 
 // DefaultNodes returns n nodes named node-1..node-n carrying the default cluster network.
 func DefaultNodes(n int) []NodeSpec {
@@ -60,8 +77,14 @@ func NodeObject(s NodeSpec) *corev1.Node {
 		"cpu-model-migration.node.kubevirt.io/Haswell": "true",
 		"cpu-vendor.node.kubevirt.io/Intel":            "true",
 	}
+	annotations := map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"}
+	mtu := s.UplinkMTU
+	if mtu == 0 {
+		mtu = DefaultUplinkMTU
+	}
 	for _, cn := range s.ClusterNetworks {
 		labels[settings.ClusterNetworkLabelPrefix+cn] = "true"
+		annotations[UplinkMTUAnnotationPrefix+cn] = strconv.Itoa(mtu)
 	}
 	for k, v := range s.Labels {
 		labels[k] = v
@@ -70,7 +93,7 @@ func NodeObject(s NodeSpec) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        s.Name,
 			Labels:      labels,
-			Annotations: map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Annotations: annotations,
 		},
 		Spec: corev1.NodeSpec{Unschedulable: s.Unschedulable},
 	}

@@ -171,7 +171,7 @@ func (e *Env) startSimulators(handler bool) error {
 	what := "virt-operator and Multus simulators"
 	if handler {
 		standIn := &sim.VirtHandlerStandIn{Client: mgr.GetClient(), Clientset: e.Clientset, Config: e.Config,
-			Namespace: cluster.KubeVirtNamespace, MigrationTime: HandlerMigrationTime}
+			Namespace: cluster.KubeVirtNamespace, MigrationTime: HandlerMigrationTime, Links: multus}
 		if err := standIn.SetupWithManager(mgr); err != nil {
 			return err
 		}

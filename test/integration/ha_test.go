@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,8 +31,59 @@ var productionLease = []string{"--leader-elect-lease-duration=15s", "--leader-el
 type outcome struct {
 	feasible bool
 	err      error
-	took     time.Duration
+	// start is when the create was sent, took how long it took.
+	start time.Time
+	took  time.Duration
 }
+
+// requestKey keys a create's index in its context, for the warning collector.
+type requestKey struct{}
+
+// warnings collects the API server's warnings per create (keyed by the index in the context).
+type warnings struct {
+	mu  sync.Mutex
+	got map[int][]string
+}
+
+func (w *warnings) HandleWarningHeaderWithContext(ctx context.Context, _ int, _ string, text string) {
+	i, ok := ctx.Value(requestKey{}).(int)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got[i] = append(w.got[i], text)
+}
+
+// webhookCalls reads the API server's own histogram of its calls to migranet's migration webhook
+// (apiserver_admission_webhook_admission_duration_seconds, classic buckets up to 2.5, 10, 25 s)
+// and returns how many calls it made and how many ended within 2.5 s. A call that ends in the
+// webhook's timeoutSeconds (5 s) lands above 2.5 s; a refused or reset connection ends at once.
+func webhookCalls(ctx context.Context) (calls, fast float64) {
+	raw, err := f.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	const family = "apiserver_admission_webhook_admission_duration_seconds"
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.Contains(line, `name="vmim.migranet.io"`) || !strings.Contains(line, `operation="CREATE"`) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, family+"_count{"):
+			calls += v
+		case strings.HasPrefix(line, family+"_bucket{") && strings.Contains(line, `le="2.5"`):
+			fast += v
+		}
+	}
+	return calls, fast
+}
+
+// notJudged is the start of migranet's own fail-open warning (webhook/failopen.go).
+const notJudged = "migranet could not judge this request"
 
 var _ = Describe("two webhook replicas under load", func() {
 	It("answer 1,000 concurrent migration creates, consistent with failurePolicy Ignore, while one replica is killed and restarted", func(ctx context.Context) {
@@ -54,6 +106,8 @@ var _ = Describe("two webhook replicas under load", func() {
 			Expect(second.Start(ctx)).To(Succeed())
 		})
 		Expect(f.Service.Ready()).To(ConsistOf(f.Manager.Name, second.Name))
+
+		callsBefore, fastBefore := webhookCalls(ctx)
 
 		ns := f.Namespace(ctx)
 		By("creating 1,000 running VMIs: even ones can move anywhere, odd ones only to their own node (refused)")
@@ -97,42 +151,93 @@ var _ = Describe("two webhook replicas under load", func() {
 			}
 		}).WithTimeout(framework.Long).Should(Succeed())
 
-		By("creating all migrations at once; 100 ms in, the first replica is SIGKILLed and then restarted")
+		By("creating all migrations at once; once 50 have been answered, the first replica is SIGKILLed and then restarted")
+		// A client of its own collects each create's warnings: migranet's own fail-open (a replica
+		// that answered without judging) says so in one.
+		collected := &warnings{got: map[int][]string{}}
+		cfg := rest.CopyConfig(f.Config)
+		cfg.WarningHandlerWithContext = collected
+		c, err := client.New(cfg, client.Options{Scheme: f.Client.Scheme(), Mapper: f.Client.RESTMapper()})
+		Expect(err).NotTo(HaveOccurred())
 		results := make([]outcome, n)
 		start := make(chan struct{})
+		answered := make(chan struct{}, n)
 		for i := range n {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				<-start
 				t0 := time.Now()
-				rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+				rctx, cancel := context.WithTimeout(context.WithValue(ctx, requestKey{}, i), 60*time.Second)
 				defer cancel()
-				err := f.Client.Create(rctx, vmims[i].DeepCopy())
-				results[i] = outcome{feasible: i%2 == 0, err: err, took: time.Since(t0)}
+				err := c.Create(rctx, vmims[i].DeepCopy())
+				results[i] = outcome{feasible: i%2 == 0, err: err, start: t0, took: time.Since(t0)}
+				answered <- struct{}{}
 			}()
 		}
 		began := time.Now()
 		close(start)
-		time.Sleep(100 * time.Millisecond)
+		for range 50 {
+			<-answered
+		}
+		killed := time.Now()
 		f.Manager.Kill()
-		killedAt := time.Since(began)
+		killedAt := killed.Sub(began)
+		// The window in which a create may find no replica although one is up: from the kill until
+		// the Service stops routing to the dead replica (its next probe) or the replica serves
+		// again. Connections are not retried elsewhere (kube-proxy), so creates routed to the dead
+		// one then fail open, at once (connection refused or reset).
+		unrouted, done := make(chan time.Time, 1), make(chan struct{})
+		go func() {
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for {
+				if !slices.Contains(f.Service.Ready(), f.Manager.Name) {
+					unrouted <- time.Now()
+					return
+				}
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
 		restarted := make(chan error, 1)
-		go func() { restarted <- f.Manager.Start(ctx) }()
+		var restartedAt time.Time
+		go func() { err := f.Manager.Start(ctx); restartedAt = time.Now(); restarted <- err }()
 		wg.Wait()
 		wall := time.Since(began)
 		Expect(<-restarted).To(Succeed())
+		close(done)
+		windowEnd := restartedAt
+		select {
+		case t := <-unrouted:
+			windowEnd = t
+		default: // restarted before the Service noticed: the window ends at the restart
+		}
 
 		var admitted, refused, failedOpen int
-		var other []string
+		var other, outsideWindow, unjudged []string
 		took := make([]time.Duration, 0, n)
-		for _, r := range results {
+		for i, r := range results {
 			took = append(took, r.took)
+			for _, w := range collected.got[i] {
+				if strings.Contains(w, notJudged) {
+					unjudged = append(unjudged, fmt.Sprintf("%s: %s", vmims[i].Name, w))
+				}
+			}
 			switch {
 			case r.err == nil && r.feasible:
 				admitted++
 			case r.err == nil:
 				failedOpen++ // a refusal the webhook could not deliver: Ignore lets it through
+				// The kill explains a fail-open only for a create that was sent before the Service
+				// stopped routing to the dead replica and ended after the kill.
+				if !r.start.Before(windowEnd) || !r.start.Add(r.took).After(killed) {
+					outsideWindow = append(outsideWindow, fmt.Sprintf("%s sent %s after the start, answered in %s",
+						vmims[i].Name, r.start.Sub(began).Round(time.Millisecond), r.took.Round(time.Millisecond)))
+				}
 			case !r.feasible && apierrors.IsInvalid(r.err) && strings.Contains(r.err.Error(), "vmim.migranet.io") &&
 				strings.Contains(r.err.Error(), "no node can receive"):
 				refused++
@@ -142,14 +247,25 @@ var _ = Describe("two webhook replicas under load", func() {
 		}
 		slices.Sort(took)
 		p := func(q float64) time.Duration { return took[int(q*float64(len(took)-1))].Round(time.Millisecond) }
-		AddReportEntry("load", fmt.Sprintf("%d creates in %s (killed at %s): %d feasible admitted, %d refused, %d failed open; latency p50 %s p99 %s max %s",
-			n, wall.Round(time.Millisecond), killedAt.Round(time.Millisecond), admitted, refused, failedOpen, p(0.5), p(0.99), took[n-1].Round(time.Millisecond)))
+		window := windowEnd.Sub(killed).Round(time.Millisecond)
+		AddReportEntry("load", fmt.Sprintf("%d creates in %s (killed at %s, unrouted %s later): %d feasible admitted, %d refused, %d failed open; latency p50 %s p99 %s max %s",
+			n, wall.Round(time.Millisecond), killedAt.Round(time.Millisecond), window, admitted, refused, failedOpen, p(0.5), p(0.99), took[n-1].Round(time.Millisecond)))
 		GinkgoWriter.Printf("load: %d creates in %s: %d admitted, %d refused, %d failed open; p50 %s p99 %s max %s\n",
 			n, wall, admitted, refused, failedOpen, p(0.5), p(0.99), took[n-1])
 		Expect(other).To(BeEmpty(), "answers that failurePolicy Ignore does not explain")
 		Expect(admitted).To(Equal(n/2), "every feasible migration is created")
 		Expect(refused + failedOpen).To(Equal(n / 2))
 		Expect(refused).To(BeNumerically(">", 0), "the replicas refused infeasible migrations")
+		Expect(unjudged).To(BeEmpty(), "a replica that answered admitted without judging (migranet's own fail-open)")
+		Expect(outsideWindow).To(BeEmpty(), "infeasible migrations admitted because no replica answered although one was up: "+
+			"sent after the Service had stopped routing to the killed replica (%s after the kill)", window)
+		By("no call to migranet's webhook ran into its timeoutSeconds (which would have admitted the request unchecked)")
+		calls, fast := webhookCalls(ctx)
+		calls, fast = calls-callsBefore, fast-fastBefore
+		AddReportEntry("webhook calls", fmt.Sprintf("%d calls by the API server, %d longer than 2.5s", int(calls), int(calls-fast)))
+		GinkgoWriter.Printf("webhook calls: %d by the API server, %d longer than 2.5s\n", int(calls), int(calls-fast))
+		Expect(calls).To(BeNumerically(">=", n), "the API server called migranet for every create")
+		Expect(calls-fast).To(BeZero(), "calls longer than 2.5s: a replica that was up did not answer in time, and failurePolicy Ignore admitted what it would have refused")
 		Expect(took[n-1]).To(BeNumerically("<", vmimTimeout+2*time.Second), "no create hangs past the webhook's timeoutSeconds")
 		Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
 		Expect(f.Service.Ready()).To(ConsistOf(f.Manager.Name, second.Name))

@@ -126,17 +126,7 @@ var _ = AfterSuite(func() {
 	if f == nil {
 		return
 	}
-	events, err := framework.ReadAudit(f.AuditLog(), env.ManagerUser)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(events).NotTo(BeEmpty(), "no request by %s in the audit log", env.ManagerUser)
-	By("RBAC refused no request of the manager, except while a spec had removed a permission")
-	var forbidden []string
-	for _, e := range events {
-		if e.ForbiddenByRBAC() && !inForbiddenWindow(e.StageTimestamp) {
-			forbidden = append(forbidden, e.String())
-		}
-	}
-	Expect(forbidden).To(BeEmpty(), "requests refused by RBAC: a marker is missing")
+	events := f.ExpectNeverForbidden(env.ManagerUser, inForbiddenWindow)
 	cfg, _ := GinkgoConfiguration()
 	if len(cfg.FocusStrings) > 0 || len(cfg.SkipStrings) > 0 || cfg.LabelFilter != "" {
 		GinkgoWriter.Println("rbac: partial run, the unused-permission check needs the whole suite")

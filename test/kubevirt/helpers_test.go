@@ -53,12 +53,15 @@ func waitNetworkReady(ctx context.Context, readyReason string) {
 		WithTimeout(framework.Long).Should(Equal("True/" + readyReason))
 }
 
-// resetSettings puts both settings back to their defaults and waits for the pod network.
+// resetSettings puts both settings back to their defaults and waits for the pod network and an
+// Available KubeVirt: with the pod network, Ready does not wait for the virt-handler roll that
+// takes migration0 away, but migranet's kubevirtReady rule (and so the next spec) does.
 func resetSettings(ctx context.Context) {
 	for _, name := range []string{v1beta1.MigrationPolicy, v1beta1.MigrationNetwork} {
 		setSetting(ctx, name, "")
 	}
 	waitNetworkReady(ctx, netcontroller.ReasonPodNetwork)
+	ExpectWithOffset(1, f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 }
 
 // migration returns the migration, failing the spec if it cannot be read.

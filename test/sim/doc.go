@@ -11,35 +11,66 @@
 //     Degraded all True) while a changed configuration rolls virt-handler, AllComponentsReady once
 //     every virt-handler pod is updated and ready; targetDeploymentID / observedDeploymentID
 //     follow the rendered template.
-//   - Multus stands in for Multus + the bridge CNI + whereabouts IPAM: for a scheduled pod that
-//     asks for extra networks it looks up each NetworkAttachmentDefinition, allocates an address
-//     of its whereabouts range as whereabouts does — in the IPPool of that range in kube-system
-//     (named by IPPoolName/normalizeRange, spec.allocations keyed by the decimal offset from the
-//     range start, each {id, podref, ifname}), the lowest free offset as IterateForAssignment
-//     picks it (not the network or last address, not excluded, not held), written with a
-//     resourceVersion-guarded JSON patch as KubernetesIPPool.Update does — and writes the
-//     k8s.v1.cni.cncf.io/network-status annotation; kwok marks the pod Ready only then. A missing
-//     NAD or an exhausted range ("Could not allocate IP in range: ...", whereabouts' own text)
-//     leaves the pod not ready, with a FailedCreatePodSandBox event, and is retried, as kubelet
-//     retries a failed sandbox. An address is released only by a CNI DEL, i.e. when the pod is
+//   - Multus stands in for Multus + the bridge CNI + whereabouts IPAM (multus.go, bridge.go,
+//     whereabouts.go): for a scheduled pod that asks for extra networks it looks up each
+//     NetworkAttachmentDefinition, runs the bridge plugin's configuration checks as
+//     containernetworking/plugins v1.9.1 (the version harvester/network-controller-harvester
+//     v1.8.2 requires) does in plugins/main/bridge/bridge.go loadNetConf — a VLAN outside
+//     0–4094 fails the ADD with "invalid VLAN ID %d (must be between 0 and 4094)" — and
+//     nothing more: ensureBridge creates a missing bridge (so a node that does not carry the
+//     cluster network still attaches, to a bridge without uplink) and setupVeth takes any MTU
+//     (so an MTU above the node's uplink still attaches; its full-size frames are dropped on
+//     the wire, which the virt-handler stand-in models). It then allocates an address of the
+//     whereabouts range as whereabouts (master, 2026-11) does — in the IPPool of that range in
+//     kube-system (named by IPPoolName/normalizeRange, spec.allocations keyed by the decimal
+//     offset from the range start, each {id, podref, ifname}), the lowest free offset as
+//     IterateForAssignment picks it (not the network or last address, not excluded, not held),
+//     written with a resourceVersion-guarded JSON patch as KubernetesIPPool.Update does — and
+//     writes the k8s.v1.cni.cncf.io/network-status annotation (no MTU: the bridge plugin reports
+//     none); kwok marks the pod Ready only then. It remembers each link (bridge, VLAN, MTU,
+//     address: Multus.Link) while the sandbox lives. A failed ADD (missing NAD, invalid VLAN,
+//     exhausted range: "Could not allocate IP in range: ...", whereabouts' own text) leaves the
+//     pod not ready, with a FailedCreatePodSandBox event carrying the error, retried as kubelet
+//     retries a failed sandbox; the networks attached so far are released, as Multus deletes
+//     the delegates it added. An address is released only by a CNI DEL, i.e. when the pod is
 //     seen terminating gracefully or finished; a pod that vanishes otherwise (force delete with
-//     grace period 0, lost node) leaks its allocation, as in a real cluster.
+//     grace period 0, lost node) leaks its allocation, as in a real cluster. A node's cluster
+//     networks are Harvester's (network-controller-harvester v1.8.2): the label
+//     network.harvesterhci.io/<cn>=true that the agent sets once the bridge and uplink are up
+//     (addNodeLabel after setupVLAN) and removes when they are torn down, and the uplink's MTU
+//     (the VlanConfig's spec.uplink.linkAttributes.mtu, set on the bond by setUplink; default
+//     1500), which no object reports per node: here the node annotation
+//     uplink-mtu.sim.migranet.io/<cn> (cluster.UplinkMTUAnnotationPrefix).
 //   - VirtHandlerStandIn is not virt-handler: it runs no domain and moves no bytes. It makes only
-//     the writes KubeVirt v1.8.4's virt-handler makes to a VirtualMachineInstance, in their order,
-//     each with a kubevirt-handler token bound to the virt-handler pod of the node concerned
-//     (KubeVirt's node restriction checks the node the token names): a Scheduled VMI becomes
-//     Running and LiveMigratable (VirtualMachineController.updateVMIStatus and
-//     updateLiveMigrationConditions, pkg/virt-handler/vm.go); for a migration the real
-//     virt-controller hands off, the target advertises its migration0 address from the Multus
-//     simulator (the pod IP without a migration network) and proxy ports
-//     (MigrationTargetController.updateStatus, migration-target.go), the source starts the
-//     migration (pre-copy, or post-copy when the VMIM or the VMI is annotated
-//     HandlerModeAnnotation=PostCopy) or aborts it when virt-controller asks
-//     (MigrationSourceController.setMigrationProgressStatus and handleMigrationAbort,
-//     migration-source.go), the target reports the domain detected, and ready in post-copy
-//     (updateStatus), takes the VMI over after MigrationTime unless HandlerHoldAnnotation=true
-//     (ackMigrationCompletion), marks it completed (finalizeMigration) and drops its target label
-//     (finalCleanup); a VMI being deleted ends Succeeded. v1.8.4 fills the decentralized
-//     migration's sourceState/targetState only for decentralized migrations (their gate is off),
-//     so the stand-in writes the flat migrationState fields, as virt-handler does for a local one.
+//     the writes KubeVirt v1.8.4's virt-handler makes to a VirtualMachineInstance, from the side
+//     that makes them and in their order, each with a kubevirt-handler token bound to the
+//     virt-handler pod of the node concerned (KubeVirt's node restriction checks the node the
+//     token names): a Scheduled VMI becomes Running and LiveMigratable
+//     (VirtualMachineController.updateVMIStatus and updateLiveMigrationConditions,
+//     pkg/virt-handler/vm.go). For a migration the real virt-controller hands off: the target
+//     advertises targetNodeAddress — its migration0 address from the Multus simulator, or its pod
+//     IP without one, as FindMigrationIP (pkg/virt-handler/migration.go) falls back — and
+//     targetDirectMigrationNodePorts (MigrationTargetController.updateStatus,
+//     migration-target.go); the source starts the migration (startTimestamp and mode,
+//     MigrationSourceController.setMigrationProgressStatus, migration-source.go); the target
+//     reports targetNodeDomainDetected, and targetNodeDomainReadyTimestamp once the domain runs
+//     there (in post-copy, which the source switches to after the domain reached the target when
+//     the VMIM or the VMI is annotated HandlerModeAnnotation=PostCopy); after MigrationTime,
+//     unless HandlerHoldAnnotation=true, the target takes the VMI over (ackMigrationCompletion:
+//     endTimestamp, nodeName), marks it completed (finalizeMigration) and drops its target label
+//     and the CreateMigrationTarget annotation (finalCleanup). The source aborts when
+//     virt-controller asks (handleMigrationAbort) and reports a failure alone (failed,
+//     endTimestamp, failureReason, from virt-launcher's setMigrationResult): when MigrationPath
+//     finds that the source cannot reach the target's address over the migration network (no
+//     migration0 on the source, different bridges or VLANs, an address outside its subnet, a
+//     node that does not carry the cluster network), at once, "Live migration failed ..."; when
+//     full-size frames are dropped on an uplink with a smaller MTU, after the domain reached the
+//     target and MigrationTime, "Live migration stuck for 150 seconds and has been aborted"
+//     (live-migration-source.go); the target then drops only its label (finalCleanup keeps the
+//     annotation after a failure). A VMI being deleted ends Succeeded. v1.8.4 fills the
+//     decentralized migration's sourceState/targetState only for decentralized migrations (their
+//     gate is off), so the stand-in writes the flat migrationState fields, as virt-handler does
+//     for a local one.
+//   - Service stands in for a Kubernetes Service in front of migranet's replicas (endpoints
+//     controller + kube-proxy in iptables mode; see service.go).
 package sim

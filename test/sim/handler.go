@@ -57,11 +57,20 @@ type VirtHandlerStandIn struct {
 	Config *rest.Config
 	// Namespace is KubeVirt's, where the virt-handler pods run.
 	Namespace string
-	// MigrationTime is how long a migration runs between its start and its completion.
+	// MigrationTime is how long a migration runs between its start and its completion (or, over
+	// a path that drops full-size frames, its abort).
 	MigrationTime time.Duration
+	// Links tells what each virt-handler pod's migration0 is on its node (the Multus simulator);
+	// nil: every path works.
+	Links LinkSource
 
 	mu    sync.Mutex
 	nodes map[string]*nodeIdentity
+}
+
+// LinkSource returns the link a pod's interface was attached with (Multus.Link).
+type LinkSource interface {
+	Link(pod types.UID, ifName string) (Link, bool)
 }
 
 // nodeIdentity is one node's virt-handler credentials.
@@ -137,24 +146,66 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 			return "", nil, 0, err
 		}
 	}
-	if patch := sourceStep(vmi, vmim); patch != nil {
+	path := PathVerdict{Network: "Pod"}
+	if ms.TargetNodeAddress != "" && ms.StartTimestamp != nil && !ms.Completed && !ms.Failed {
+		var err error
+		if path, err = h.path(ctx, ms.SourceNode, ms.TargetNode); err != nil {
+			return "", nil, 0, err
+		}
+	}
+	if patch := sourceStep(vmi, vmim, path, h.MigrationTime); patch != nil {
 		return ms.SourceNode, patch, 0, nil
 	}
 	target := ms.TargetNode
 	if target == "" || vmi.Labels[kubevirtv1.MigrationTargetNodeNameLabel] != target {
 		return "", nil, 0, nil
 	}
-	patch, after, err := h.targetStep(ctx, vmi, vmim)
+	patch, after, err := h.targetStep(ctx, vmi, vmim, path)
 	return target, patch, after, err
+}
+
+// path judges the migration network between the two nodes' virt-handlers (MigrationPath), from
+// the links the Multus simulator made and the nodes' cluster network uplinks.
+func (h *VirtHandlerStandIn) path(ctx context.Context, source, target string) (PathVerdict, error) {
+	if h.Links == nil {
+		return PathVerdict{Network: "Migration"}, nil
+	}
+	var sides [2]Side
+	for i, node := range []string{source, target} {
+		sides[i].Node = node
+		pod, err := h.handlerPod(ctx, node)
+		if err != nil {
+			return PathVerdict{}, err
+		}
+		if pod == nil || migrationAddress(pod) == pod.Status.PodIP {
+			continue // no migration0: the pod IP
+		}
+		link, ok := h.Links.Link(pod.UID, MigrationInterface)
+		if !ok {
+			continue
+		}
+		n := &corev1.Node{}
+		if err := h.Client.Get(ctx, client.ObjectKey{Name: node}, n); client.IgnoreNotFound(err) != nil {
+			return PathVerdict{}, err
+		}
+		sides[i].Migration0, sides[i].Uplink = &link, NodeUplink(n, link.Bridge)
+	}
+	return MigrationPath(sides[0], sides[1]), nil
 }
 
 // sourceStep is the source's next write, or nil, as KubeVirt v1.8.4's MigrationSourceController
 // (pkg/virt-handler/migration-source.go) reports the domain's migration metadata in
 // setMigrationProgressStatus: it starts the migration once the target listens (startTimestamp,
-// mode PreCopy), switches it to post-copy when the scenario asks, and ends it aborted
-// (abortStatus Succeeded, failed, endTimestamp) once virt-controller requested the abort
-// (handleMigrationAbort).
-func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration) map[string]any {
+// mode PreCopy), switches it to post-copy when the scenario asks, ends it aborted (abortStatus
+// Succeeded, failed, endTimestamp) once virt-controller requested the abort
+// (handleMigrationAbort), and ends it failed (failed, endTimestamp, failureReason, from the
+// metadata virt-launcher's setMigrationResult wrote) when the path to the target cannot carry it:
+// at once when the source cannot reach the target's address (MigrateToURI3 fails: "Live migration
+// failed %v", live-migration-source.go), after migrationTime when full-size frames are dropped
+// (the progress monitor's abort, "Live migration stuck for %d seconds and has been aborted").
+// The target writes nothing of a failure (updateStatus returns early once
+// migrations.MigrationFailed) until its finalCleanup.
+func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, path PathVerdict, migrationTime time.Duration) map[string]any {
 	ms := vmi.Status.MigrationState
 	if ms.SourceNode != vmi.Status.NodeName || ms.TargetNodeAddress == "" || ms.Completed || ms.Failed {
 		return nil
@@ -163,14 +214,32 @@ func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.Virtual
 	case ms.AbortRequested && ms.AbortStatus == "":
 		return migrationState(map[string]any{
 			"abortStatus": kubevirtv1.MigrationAbortSucceeded, "failed": true,
-			"endTimestamp": metav1.Now(), "failureReason": "Live migration aborted",
+			"endTimestamp": metav1.Now(), "failureReason": "Live migration aborted ", // sic, upstream's text
 		})
 	case ms.StartTimestamp == nil:
 		return migrationState(map[string]any{"startTimestamp": metav1.Now(), "mode": kubevirtv1.MigrationPreCopy})
-	case vmim != nil && scripted(vmi, vmim, HandlerModeAnnotation) == string(kubevirtv1.MigrationPostCopy) && ms.Mode != kubevirtv1.MigrationPostCopy:
+	case path.Broken:
+		return failMigration(fmt.Sprintf("Live migration failed dial tcp %s: connect: %s", ms.TargetNodeAddress, path.Why))
+	case path.Stalls && ms.TargetNodeDomainDetected && time.Since(ms.StartTimestamp.Time) >= migrationTime:
+		return failMigration(fmt.Sprintf("Live migration stuck for %d seconds and has been aborted", stuckSeconds))
+	case path.Stalls:
+		return nil
+	case vmim != nil && ms.TargetNodeDomainDetected && scripted(vmi, vmim, HandlerModeAnnotation) == string(kubevirtv1.MigrationPostCopy) &&
+		ms.Mode != kubevirtv1.MigrationPostCopy:
+		// Post-copy starts once the domain runs on the target.
 		return migrationState(map[string]any{"mode": kubevirtv1.MigrationPostCopy})
 	}
 	return nil
+}
+
+// stuckSeconds is KubeVirt's default progressTimeout (MigrationProgressTimeout, 150 s), which the
+// failure reason of a stalled migration names; the stand-in aborts after MigrationTime instead.
+const stuckSeconds = 150
+
+// failMigration is the source's report of a failed migration (setMigrationProgressStatus with
+// migrationMetadata.Failed).
+func failMigration(reason string) map[string]any {
+	return migrationState(map[string]any{"failed": true, "endTimestamp": metav1.Now(), "failureReason": reason})
 }
 
 // scripted returns the scenario's annotation key: the migration's, else the VMI's.
@@ -183,18 +252,22 @@ func scripted(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMa
 
 // targetStep is the target's next write, or nil, in the order of KubeVirt v1.8.4's
 // MigrationTargetController (pkg/virt-handler/migration-target.go): updateStatus advertises its
-// address and ports, then records the migrated domain detected (once the source started) and
-// ready (in post-copy the VM runs there while its memory follows); ackMigrationCompletion takes
-// the VMI over once the migration ended; finalizeMigration marks it completed; finalCleanup drops
-// the target label and annotation.
-func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration) (map[string]any, time.Duration, error) {
+// address and ports (TargetNodeAddress, TargetDirectMigrationNodePorts) before the migration
+// starts, then records the migrated domain detected (TargetNodeDomainDetected, once the source
+// started and the domain reached the target: never over a path the source cannot reach it by)
+// and ready (TargetNodeDomainReadyTimestamp; in post-copy the VM runs there while its memory
+// follows); ackMigrationCompletion takes the VMI over once the migration ended (EndTimestamp,
+// nodeName); finalizeMigration marks it completed (sync, migrationNeedsFinalization); finalCleanup
+// drops the target label, and the CreateMigrationTarget annotation only after a success.
+func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, path PathVerdict) (map[string]any, time.Duration, error) {
 	ms := vmi.Status.MigrationState
 	switch {
 	case ms.EndTimestamp != nil && (ms.Completed || ms.Failed):
-		return map[string]any{"metadata": map[string]any{
-			"labels":      map[string]any{kubevirtv1.MigrationTargetNodeNameLabel: nil},
-			"annotations": map[string]any{kubevirtv1.CreateMigrationTarget: nil},
-		}}, 0, nil
+		cleanup := map[string]any{"labels": map[string]any{kubevirtv1.MigrationTargetNodeNameLabel: nil}}
+		if !ms.Failed {
+			cleanup["annotations"] = map[string]any{kubevirtv1.CreateMigrationTarget: nil}
+		}
+		return map[string]any{"metadata": cleanup}, 0, nil
 	case ms.Completed || ms.Failed:
 		return nil, 0, nil
 	case ms.TargetNodeAddress == "":
@@ -203,7 +276,7 @@ func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.Vir
 			return nil, time.Second, nil // the target's virt-handler is not running yet
 		}
 		return p, 0, err
-	case ms.StartTimestamp == nil || vmim == nil:
+	case ms.StartTimestamp == nil || vmim == nil || path.Broken:
 		return nil, 0, nil
 	case ms.EndTimestamp != nil:
 		return migrationState(map[string]any{"completed": true}), 0, nil
@@ -217,6 +290,9 @@ func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.Vir
 	}
 	if left := h.MigrationTime - time.Since(ms.StartTimestamp.Time); left > 0 {
 		return nil, left, nil
+	}
+	if path.Stalls {
+		return nil, 0, nil // the source aborts it
 	}
 	return completeOnTarget(vmi), 0, nil
 }

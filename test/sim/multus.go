@@ -57,8 +57,12 @@ type sandbox struct {
 	teardown bool
 }
 
-// attachment is one network's allocation: the IPPool it lives in and the pod's interface.
-type attachment struct{ pool, ifName string }
+// attachment is one network's allocation: the IPPool it lives in and the pod's interface, and
+// the link the bridge plugin made.
+type attachment struct {
+	pool, ifName string
+	link         Link
+}
 
 // SetupWithManager registers the simulator with a manager.
 func (r *Multus) SetupWithManager(mgr ctrl.Manager) error {
@@ -186,10 +190,11 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 		if iface == "" {
 			iface = fmt.Sprintf("net%d", i+1)
 		}
-		ip, pool, err := r.allocate(ctx, pod, e.Namespace, e.Name, sb.containerID, iface)
+		link, pool, err := r.allocate(ctx, pod, e.Namespace, e.Name, sb.containerID, iface)
 		if err == nil {
+			ip := link.Addr
 			r.mu.Lock()
-			sb.attached = append(sb.attached, attachment{pool: pool, ifName: iface})
+			sb.attached = append(sb.attached, attachment{pool: pool, ifName: iface, link: link})
 			r.mu.Unlock()
 			statuses = append(statuses, nadv1.NetworkStatus{
 				Name: e.Namespace + "/" + e.Name, Interface: iface, IPs: []string{ip.String()}, Mac: macFor(ip),
@@ -207,24 +212,49 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 	return statuses, nil
 }
 
-// allocate asks whereabouts for an address of the NAD's range for the pod's interface.
-func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name, containerID, ifName string) (netip.Addr, string, error) {
+// allocate runs the NAD's bridge plugin ADD (ParseBridgeConf: a VLAN outside 0–4094 fails it
+// before any address is taken, as loadNetConf runs before IPAM) and asks whereabouts for an
+// address of its range for the pod's interface.
+func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name, containerID, ifName string) (Link, string, error) {
 	nad := &nadv1.NetworkAttachmentDefinition{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, nad); err != nil {
 		if apierrors.IsNotFound(err) {
-			return netip.Addr{}, "", fmt.Errorf("cannot find a network-attachment-definition (%s) in namespace (%s)", name, namespace)
+			return Link{}, "", fmt.Errorf("cannot find a network-attachment-definition (%s) in namespace (%s)", name, namespace)
 		}
-		return netip.Addr{}, "", err
+		return Link{}, "", err
+	}
+	br, err := ParseBridgeConf(nad.Spec.Config)
+	if err != nil {
+		return Link{}, "", err
 	}
 	rng, err := ParseWhereaboutsRange(nad.Spec.Config)
 	if err != nil {
-		return netip.Addr{}, "", err
+		return Link{}, "", err
 	}
 	ip, err := whereaboutsAdd(ctx, r.Client, rng, containerID, pod.Namespace+"/"+pod.Name, ifName)
 	if err != nil {
-		return netip.Addr{}, "", fmt.Errorf("error at storage engine: %w", err)
+		return Link{}, "", fmt.Errorf("error at storage engine: %w", err)
 	}
-	return ip, PoolName(rng.NetworkName, rng.Prefix), nil
+	link := Link{NAD: namespace + "/" + name, BridgeConf: br, Addr: ip, Prefix: rng.Prefix}
+	return link, PoolName(rng.NetworkName, rng.Prefix), nil
+}
+
+// Link returns the interface ifName the simulator attached to the pod with uid, while its sandbox
+// lives: what the node's kernel knows of it (bridge, VLAN, MTU, address), which Multus' network
+// status does not say (the bridge plugin reports no MTU).
+func (r *Multus) Link(uid types.UID, ifName string) (Link, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sb := r.sandboxes[uid]
+	if sb == nil {
+		return Link{}, false
+	}
+	for _, a := range sb.attached {
+		if a.ifName == ifName {
+			return a.link, true
+		}
+	}
+	return Link{}, false
 }
 
 // macFor derives a locally administered MAC address from the IP, as stable as a real bridge port's.
