@@ -51,4 +51,3 @@ func ListNodes(ctx context.Context, r client.Reader) (NodeLister, error) {
 	}
 	return func() []*corev1.Node { return nodes }, nil
 }
-
