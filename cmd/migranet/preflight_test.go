@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/webhook"
 )

@@ -25,7 +25,7 @@ func TestAttachWarnings(t *testing.T) {
 	AttachWarnings(rows, []corev1.Event{
 		ev("vm", "m1", webhook.ReasonMigrationWarned, created.Time),
 		ev("vm", "m2", webhook.ReasonMigrationWarned, created.Add(-time.Hour)), // an older m2
-		ev("other", "m2", webhook.ReasonMigrationWarned, created.Time),       // another VMI's
+		ev("other", "m2", webhook.ReasonMigrationWarned, created.Time),         // another VMI's
 		ev("vm", "m2", "SomethingElse", created.Time),
 	})
 	if want := []string{"migranet networkReady: one", "migranet feasibleTarget: two"}; !reflect.DeepEqual(rows[0].AdmissionWarnings, want) {
