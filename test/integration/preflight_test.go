@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -216,5 +218,46 @@ var _ = Describe("migranet preflight", func() {
 			states, admitted, warned, refused, retried)
 		// The generator must reach every kind of answer, or the comparison proves little.
 		Expect([]int{admitted, warned, refused}).NotTo(ContainElement(0))
+	})
+})
+
+var _ = Describe("a migration admitted with warnings", func() {
+	It("shows its warnings in migranet status, and kubectl migranet preflight runs as a plugin", func(ctx context.Context) {
+		ns := f.Namespace(ctx)
+		p := &v1beta1.Setting{}
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationPolicy}, p)).To(Succeed())
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Value = `{"rules":{"feasibleTarget":"warn"}}`
+		Expect(f.Client.Patch(ctx, p, patch)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationPolicy}, p)).To(Succeed())
+			patch := client.MergeFrom(p.DeepCopy())
+			p.Value = ""
+			Expect(f.Client.Patch(ctx, p, patch)).To(Succeed())
+		})
+		Expect(f.Client.Create(ctx, framework.VMI(ns, "pinned", "node-1", map[string]string{"kubernetes.io/hostname": "node-1"}))).To(Succeed())
+
+		// As a kubectl plugin: kubectl finds kubectl-migranet on PATH.
+		bin := GinkgoT().TempDir()
+		Expect(os.Symlink(f.Manager.Binary, filepath.Join(bin, "kubectl-migranet"))).To(Succeed())
+		var stdout string
+		Eventually(func(g Gomega) {
+			// kubectl finds a plugin only when its name comes before any flag.
+			cmd := exec.CommandContext(ctx, f.Binaries.Kubectl, "migranet", "preflight", "-n", ns, "pinned")
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			out, err := cmd.Output()
+			g.Expect(err).NotTo(HaveOccurred(), "kubectl migranet preflight: %s", out)
+			stdout = string(out)
+			g.Expect(stdout).To(ContainSubstring("ADMITTED with 1 warning"))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		Expect(stdout).To(MatchRegexp(`feasibleTarget\s+warn\s+migranet feasibleTarget: no node can receive`))
+		Expect(stdout).To(MatchRegexp(`node-1\s+no\s+the VMI's current node`))
+
+		f.CreateVMIM(ctx, framework.VMIM(ns, "warned", "pinned", nil))
+		Eventually(func(g Gomega) {
+			code, out, errOut := migranetStatus(ctx, "-n", ns)
+			g.Expect(code).To(Equal(0), errOut)
+			g.Expect(out).To(ContainSubstring("Warning: warned was admitted with: migranet feasibleTarget: no node can receive"))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 	})
 })
