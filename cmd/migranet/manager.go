@@ -195,6 +195,9 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)
 	}
+	if err := (&settings.PolicyController{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the migration-policy controller: %w", err)
+	}
 	observer := &netcontroller.Observer{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}
 	if err := observer.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network observer: %w", err)
