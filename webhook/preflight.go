@@ -76,12 +76,15 @@ func (v *MigrationValidator) Preflight(ctx context.Context, vmim *kubevirtv1.Vir
 }
 
 // createRules are the rules EvaluateCreate judges, in its order.
-var createRules = []settings.Rule{settings.RuleKubeVirtReady, settings.RuleNetworkReady, settings.RuleFeasibleTarget, settings.RuleVMIState}
+func createRules() []settings.Rule {
+	return []settings.Rule{settings.RuleKubeVirtReady, settings.RuleNetworkReady, settings.RuleFeasibleTarget, settings.RuleVMIState}
+}
 
 // ruleVerdicts gives every create rule a verdict from the decisions EvaluateCreate returned.
 func ruleVerdicts(in *CreateInput, ds []Decision) []RuleVerdict {
-	out := make([]RuleVerdict, 0, len(createRules))
-	for _, r := range createRules {
+	rules := createRules()
+	out := make([]RuleVerdict, 0, len(rules))
+	for _, r := range rules {
 		rv := RuleVerdict{Rule: r, Verdict: VerdictPass}
 		switch {
 		case in.Policy.Mode(r) == settings.ModeOff:
