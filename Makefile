@@ -41,6 +41,7 @@ test-unit: ## pure logic: table tests, CLI tests, fuzz seed corpora
 
 test-integration: ## Ginkgo suites against the real local control plane
 	bash test/tools/build.sh all >/dev/null
+	bash test/tools/build.sh promtool >/dev/null
 	mkdir -p $(RESULTS)
 	set -o pipefail; MIGRANET_TEST_RESULTS=$(abspath $(RESULTS)) \
 	  $(GO) test -json -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/... | $(SUMMARY) stream $(RESULTS)/integration.json

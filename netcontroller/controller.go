@@ -84,7 +84,7 @@ func watchNetwork(b *builder.Builder, kubevirtNamespace string) *builder.Builder
 func settingKey() metav1.ObjectMeta { return metav1.ObjectMeta{Name: v1beta1.MigrationNetwork} }
 
 // observeSetting reads, from the cache, what an observation needs and judges it.
-func observeSetting(ctx context.Context, c client.Client, kubevirtNamespace string, s *v1beta1.Setting) (*Snapshot, Input, *settings.MigrationNetwork, Observation, error) {
+func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*Snapshot, Input, *settings.MigrationNetwork, Observation, error) {
 	in, kv, m, err := gather(ctx, c, kubevirtNamespace, s)
 	if err != nil {
 		return nil, in, nil, Observation{}, err
@@ -161,7 +161,7 @@ func (r *Controller) cleanOnce(ctx context.Context, snap *Snapshot, in Input) er
 }
 
 // gather reads, from the cache, what Observe needs.
-func gather(ctx context.Context, c client.Client, kubevirtNamespace string, s *v1beta1.Setting) (Input, *kubevirtv1.KubeVirt, *settings.MigrationNetwork, error) {
+func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (Input, *kubevirtv1.KubeVirt, *settings.MigrationNetwork, error) {
 	in := Input{Namespace: kubevirtNamespace}
 	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
 	if len(errs) > 0 {

@@ -3,5 +3,8 @@
 // snapshot of the netcontroller package, plus setup.go, which registers them with a manager. It
 // reads only informer caches: no API request is made while answering an admission review. It
 // counts every decision (metrics.go) and leaves a Warning event on the VMI of a refused migration
-// (events.go), written asynchronously by the manager's event recorder.
+// (events.go) or of one admitted with warnings (warned.go), written asynchronously by the
+// manager's event recorder. preflight.go asks the same validator what it would answer to a
+// migration, rule by rule and node by node, over state read from the API server (apistate.go)
+// for `migranet preflight`.
 package webhook

@@ -136,15 +136,20 @@ func TestMigrationCountersAndEvents(t *testing.T) {
 		}
 	}
 
-	// feasibleTarget in warn mode: admitted with a warning, counted as warned, no event.
+	// feasibleTarget in warn mode: admitted with a warning, counted as warned, one event saying so
+	// (none for a dry run).
 	r.settings[v1beta1.MigrationPolicy] = &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationPolicy, ResourceVersion: "2"},
 		Value: `{"rules":{"feasibleTarget":"warn"}}`}
+	if _, err := create(dryRun, "pinned"); err != nil {
+		t.Fatalf("warn mode, dry run: %v", err)
+	}
 	warnings, err := create(ctx, "pinned")
 	if err != nil || len(warnings) == 0 {
 		t.Fatalf("warn mode: warnings %q, error %v; want admitted with a warning", warnings, err)
 	}
-	if e := drain(rec); len(e) != 0 {
-		t.Errorf("an admitted migration recorded events %q", e)
+	e := drain(rec)
+	if len(e) != 1 || !strings.Contains(e[0], ReasonMigrationWarned) || !strings.Contains(e[0], "migration mig-pinned admitted with warnings:\n"+warnings[0]) {
+		t.Errorf("events of a migration admitted with warnings %q: want one %s event quoting %q", e, ReasonMigrationWarned, warnings[0])
 	}
 
 	for _, tc := range []struct {
@@ -154,7 +159,7 @@ func TestMigrationCountersAndEvents(t *testing.T) {
 		{RuleNone, ResultAllowed, 1},
 		{string(settings.RuleFeasibleTarget), ResultDenied, 2}, // the dry run counts: it is a decision
 		{string(settings.RuleVMIState), ResultDenied, 1},
-		{string(settings.RuleFeasibleTarget), ResultWarned, 1},
+		{string(settings.RuleFeasibleTarget), ResultWarned, 2},
 		{RuleNone, ResultError, 0},
 		{string(settings.RuleKubeVirtReady), ResultDenied, 0},
 	} {

@@ -54,6 +54,8 @@ func (v *MigrationValidator) ValidateCreate(ctx context.Context, obj runtime.Obj
 	warnings, err := verdict(vmim, ds, false)
 	if err != nil {
 		v.recordRefusal(ctx, in.VMI, vmim, ds)
+	} else {
+		v.recordWarnings(ctx, in.VMI, vmim, warnings)
 	}
 	return warnings, err
 }

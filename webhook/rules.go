@@ -407,20 +407,11 @@ func eligible(n *corev1.Node, kvLabels []label) bool {
 // each filter; else "", "". One pass over the nodes, stopping at the first feasible one; it
 // allocates only to write the message.
 func infeasible(in *CreateInput) (string, string) {
-	vmi, vmim := in.VMI, in.VMIM
-	f := targetFilter{vmiSel: vmi.Spec.NodeSelector, addedSel: vmim.Spec.AddedNodeSelector}
-	if w := kubeVirtWorkloads(in.KubeVirt); w != nil {
-		f.kvSel = w.NodeSelector
+	f, conflict := newTargetFilter(in)
+	if conflict != "" {
+		return fieldAddedNodeSelector, conflict
 	}
-	if in.CurrentHash != "" && in.Network != nil && in.Network.Hash == in.CurrentHash {
-		f.clusterNetwork = in.Network.ClusterNetwork
-		f.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + f.clusterNetwork
-	}
-	if msg := selectorConflict(vmi, f.vmiSel, f.addedSel); msg != "" {
-		return fieldAddedNodeSelector, msg
-	}
-	f.vmiLabels, f.addedLabels, f.kvLabels = flatten(f.vmiSel), flatten(f.addedSel), flatten(f.kvSel)
-	source := vmi.Status.NodeName
+	source := in.VMI.Status.NodeName
 	var failedAt [numStages + 1]int // failedAt[s]: nodes whose first failed filter is s
 	var sourceNode *corev1.Node
 	for _, n := range in.Nodes {
@@ -445,6 +436,26 @@ func infeasible(in *CreateInput) (string, string) {
 		}
 	}
 	return f.explain(in, passed, sourceNode != nil && f.stageOf(sourceNode) == numStages)
+}
+
+// newTargetFilter builds the feasibleTarget filters of in (whose VMI is set), or returns the
+// message of a conflict between the VMI's nodeSelector and spec.addedNodeSelector, which no node
+// can satisfy.
+func newTargetFilter(in *CreateInput) (targetFilter, string) {
+	vmi, vmim := in.VMI, in.VMIM
+	f := targetFilter{vmiSel: vmi.Spec.NodeSelector, addedSel: vmim.Spec.AddedNodeSelector}
+	if w := kubeVirtWorkloads(in.KubeVirt); w != nil {
+		f.kvSel = w.NodeSelector
+	}
+	if in.CurrentHash != "" && in.Network != nil && in.Network.Hash == in.CurrentHash {
+		f.clusterNetwork = in.Network.ClusterNetwork
+		f.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + f.clusterNetwork
+	}
+	if msg := selectorConflict(vmi, f.vmiSel, f.addedSel); msg != "" {
+		return f, msg
+	}
+	f.vmiLabels, f.addedLabels, f.kvLabels = flatten(f.vmiSel), flatten(f.addedSel), flatten(f.kvSel)
+	return f, ""
 }
 
 func kubeVirtWorkloads(kv *kubevirtv1.KubeVirt) *kubevirtv1.NodePlacement {

@@ -15,6 +15,11 @@ Usage:
   migranet validate [flags] FILE...
                              validate Setting objects offline
   migranet status [flags]    show live migrations and the migration network (-w follows changes)
+  migranet preflight [flags] VMI
+                             what the admission webhook would answer to a migration of VMI,
+                             rule by rule and node by node (exit 0 admitted, 1 refused)
+
+As a kubectl plugin (this binary on PATH as kubectl-migranet): kubectl migranet <command> ...
 
 Run 'migranet <command> -h' for a command's flags.
 `
@@ -35,6 +40,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runValidate(args[1:], stdout, stderr)
 	case "status":
 		return runStatus(args[1:], stdout, stderr)
+	case "preflight":
+		return runPreflight(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

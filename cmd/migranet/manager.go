@@ -184,11 +184,19 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	if rotator != nil {
+		if err := ctrlmetrics.Registry.Register(rotator.ExpiryCollector()); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
+	}
 	if err := (&settings.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-settings"),
 		KubeVirtNamespace: f.kubevirtNamespace, Metrics: settingsMetrics,
 		Guard: &guard.Params{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)
+	}
+	if err := (&settings.PolicyController{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the migration-policy controller: %w", err)
 	}
 	observer := &netcontroller.Observer{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}
 	if err := observer.SetupWithManager(mgr); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,6 +111,9 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := v1beta1.AddToScheme(scheme); err != nil {
 		return fail(statusClusterErr, "%v", err)
 	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return fail(statusClusterErr, "%v", err)
+	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fail(statusClusterErr, "%s", explain(err, cfg, f))
@@ -121,6 +125,7 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	net, settingWatchable := readNetwork(ctx, c)
 	if !f.watch {
 		rows := combineAll(vmims, func(ns, name string) *kubevirtv1.VirtualMachineInstance { return vmis[ns+"/"+name] }, time.Now())
+		status.AttachWarnings(rows, readWarnedEvents(ctx, c, namespace, len(rows)))
 		status.InferNetwork(rows, net)
 		if err := status.Print(stdout, f.output, f.allNamespaces, net, rows); err != nil {
 			return fail(statusClusterErr, "writing output: %v", err)
@@ -461,4 +466,17 @@ func explain(err error, cfg *rest.Config, f *statusFlags) string {
 		return fmt.Sprintf("%v\ncannot reach the API server at %s: is the cluster up, and is --kubeconfig (or --context) the right one?", err, cfg.Host)
 	}
 	return err.Error()
+}
+
+// readWarnedEvents lists the events of migrations admitted with warnings (none when there are no
+// migrations). They are an addition: a user who may not list events gets the listing without them.
+func readWarnedEvents(ctx context.Context, c client.Reader, namespace string, migrations int) []corev1.Event {
+	if migrations == 0 {
+		return nil
+	}
+	list := &corev1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{"reason": webhook.ReasonMigrationWarned}); err != nil {
+		return nil
+	}
+	return list.Items
 }

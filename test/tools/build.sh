@@ -10,6 +10,8 @@ ETCD_VERSION=v3.6.4
 KWOK_VERSION=v0.7.0
 CONTROLLER_TOOLS_VERSION=v0.19.0
 KUBEVIRT_VERSION=v1.8.4
+# Prometheus 3.16's promtool, for `promtool test rules` of manifests/monitoring.
+PROMETHEUS_VERSION=v0.316.0
 # KubeVirt v1.8 needs kubevirt.io/virt-template-* v0.1.7 and github.com/rhobs/...: the module proxy
 # serves them, the checksum database does not answer for them. go.sum pins what was fetched.
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}kubevirt.io,github.com/rhobs
@@ -18,6 +20,7 @@ k8sdir=$cache/kubernetes-$K8S_VERSION-etcd-$ETCD_VERSION
 kwokdir=$cache/kwok-$KWOK_VERSION
 cgdir=$cache/controller-tools-$CONTROLLER_TOOLS_VERSION
 kvdir=$cache/kubevirt-$KUBEVIRT_VERSION
+promdir=$cache/prometheus-$PROMETHEUS_VERSION
 log() { echo "migranet build: $*" >&2; }
 
 # progress prints one line per 100 packages compiled, so a long build visibly moves.
@@ -82,5 +85,8 @@ case "${1:-all}" in
   controller-gen)
     build_tool "$cgdir" sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION controller-gen
     echo "$cgdir/controller-gen" ;;
-  *) log "usage: build.sh [all|kubevirt|controller-gen]"; exit 2 ;;
+  promtool)
+    build_tool "$promdir" github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION promtool
+    echo "$promdir/promtool" ;;
+  *) log "usage: build.sh [all|kubevirt|controller-gen|promtool]"; exit 2 ;;
 esac

@@ -57,6 +57,8 @@ type Row struct {
 	Started        *metav1.Time `json:"started"`
 	Ended          *metav1.Time `json:"ended"`
 	ElapsedSeconds *int64       `json:"elapsedSeconds"`
+	// AdmissionWarnings are the warnings migranet admitted the migration with (AttachWarnings).
+	AdmissionWarnings []string `json:"admissionWarnings,omitempty"`
 }
 
 // Key identifies the row's VMIM: "namespace/name".

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"reflect"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,7 @@ func TestInferNetwork(t *testing.T) {
 			rows := []Row{tc.row}
 			InferNetwork(rows, tc.net)
 			if tc.unchanged {
-				if rows[0] != tc.row {
+				if !reflect.DeepEqual(rows[0], tc.row) {
 					t.Errorf("row changed: %+v", rows[0])
 				}
 				return

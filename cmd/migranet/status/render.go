@@ -133,6 +133,11 @@ func Print(w io.Writer, format string, allNamespaces bool, net Network, rows []R
 		for _, l := range lines {
 			b.WriteString(t.line(l))
 		}
+		for _, r := range rows {
+			for _, warning := range r.AdmissionWarnings {
+				b.WriteString("Warning: " + r.Name + " was admitted with: " + warning + "\n")
+			}
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

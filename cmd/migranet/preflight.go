@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/cmd/migranet/status"
+	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/webhook"
+)
+
+const preflightUsage = `Usage: migranet preflight [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] VMI
+           [--target-selector KEY=VALUE,...] [-o table|json] [--kubevirt-namespace kubevirt]
+           [--request-timeout 30s]
+
+Asks, before the migration exists, what migranet's admission webhook would answer to a
+VirtualMachineInstanceMigration of VMI: each rule's verdict (pass, warn, fail, or off, exempt,
+skipped) with the webhook's own message, and every node with whether it can receive the VMI and,
+if not, why. It runs the webhook's code on the state it reads from the API server, as your user
+(exemptUsers of the migration-policy setting apply to you as they would to your create).
+--target-selector is the migration's spec.addedNodeSelector.
+As a kubectl plugin (the binary on PATH as kubectl-migranet): kubectl migranet preflight VMI.
+
+Exit status: 0 a migration would be admitted (possibly with warnings), 1 it would be refused,
+2 bad usage or the cluster could not be read.
+
+Flags:
+      --kubeconfig FILE          kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)
+      --context NAME             kubeconfig context to use (default: its current context)
+  -n, --namespace NAMESPACE      the VMI's namespace (default: the context's namespace, else default)
+      --target-selector K=V,...  labels the target node must carry (spec.addedNodeSelector)
+  -o, --output FORMAT            table (default) or json
+      --kubevirt-namespace NS    namespace of the KubeVirt CR (default kubevirt)
+      --request-timeout TIME     limit for each request to the API server (default 0: none)
+`
+
+// Exit codes of runPreflight.
+const (
+	preflightAdmitted = 0
+	preflightRefused  = 1
+	preflightError    = 2
+)
+
+type preflightFlags struct {
+	statusFlags
+	vmi, kubevirtNamespace string
+	targetSelector         map[string]string
+}
+
+func runPreflight(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return preflightMain(ctx, args, stdout, stderr)
+}
+
+func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fail := func(format string, a ...any) int {
+		_, _ = fmt.Fprintf(stderr, "migranet preflight: "+format+"\n", a...)
+		return preflightError
+	}
+	f, err := parsePreflightFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		_, _ = fmt.Fprint(stdout, preflightUsage)
+		return preflightAdmitted
+	}
+	if err != nil {
+		return fail("%v\nRun 'migranet preflight -h' for its flags.", err)
+	}
+	cfg, namespace, err := loadClientConfig(&f.statusFlags)
+	if err != nil {
+		return fail("%v", err)
+	}
+	cfg.UserAgent = "migranet-preflight"
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Timeout = f.requestTimeout
+	scheme, err := webhook.NewScheme()
+	if err != nil {
+		return fail("%v", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fail("%s", explain(err, cfg, &f.statusFlags))
+	}
+	user, userErr := whoAmI(ctx, c)
+	if userErr != nil {
+		_, _ = fmt.Fprintf(stderr, "migranet preflight: could not learn your username (%v): judged as an anonymous user, exemptUsers not applied\n", userErr)
+	}
+	vmim := &kubevirtv1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace},
+		Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: f.vmi, AddedNodeSelector: f.targetSelector},
+	}
+	res, err := preflight(ctx, c, f.kubevirtNamespace, vmim, user)
+	if err != nil {
+		return fail("%s", explain(err, cfg, &f.statusFlags))
+	}
+	report := preflightReport{Namespace: namespace, VMI: f.vmi, User: user.Username, PreflightResult: res}
+	if err := report.print(stdout, f.output); err != nil {
+		return fail("writing output: %v", err)
+	}
+	if !res.Admitted {
+		return preflightRefused
+	}
+	return preflightAdmitted
+}
+
+// preflight builds the webhook's MigrationValidator over the API server and asks it.
+func preflight(ctx context.Context, c client.Client, kubevirtNamespace string, vmim *kubevirtv1.VirtualMachineInstanceMigration, user authenticationv1.UserInfo) (*webhook.PreflightResult, error) {
+	snap, err := netcontroller.ObserveOnce(ctx, c, kubevirtNamespace)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := webhook.ListNodes(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	v := &webhook.MigrationValidator{Reader: webhook.APIReader(c), Nodes: nodes, KubeVirtNamespace: kubevirtNamespace,
+		Snapshots: netcontroller.StoreOf(snap)}
+	return v.Preflight(ctx, vmim, user)
+}
+
+// whoAmI asks the API server who the kubeconfig's credentials are (a SelfSubjectReview).
+func whoAmI(ctx context.Context, c client.Client) (authenticationv1.UserInfo, error) {
+	r := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, r); err != nil {
+		return authenticationv1.UserInfo{}, err
+	}
+	return r.Status.UserInfo, nil
+}
+
+func parsePreflightFlags(args []string) (*preflightFlags, error) {
+	f := &preflightFlags{kubevirtNamespace: "kubevirt"}
+	fs := flag.NewFlagSet("migranet preflight", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "")
+	fs.StringVar(&f.context, "context", "", "")
+	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", "kubevirt", "")
+	for _, n := range []string{"n", "namespace"} {
+		fs.Func(n, "", func(v string) error {
+			if v == "" {
+				return errors.New("needs a namespace name")
+			}
+			f.namespace, f.namespaceSet = v, true
+			return nil
+		})
+	}
+	for _, n := range []string{"o", "output"} {
+		fs.StringVar(&f.output, n, status.FormatTable, "")
+	}
+	fs.Func("target-selector", "", func(v string) error {
+		sel, err := parseTargetSelector(v)
+		f.targetSelector = sel
+		return err
+	})
+	timeout := fs.String("request-timeout", "0", "")
+	// Flags may follow the VMI's name, as with kubectl: parse, take one argument, parse the rest.
+	var positional []string
+	rest := kubectlShortFlags(args)
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	switch {
+	case len(positional) == 0:
+		return nil, errors.New("missing the VMI: name the VirtualMachineInstance to migrate, e.g. migranet preflight -n NAMESPACE VMI")
+	case len(positional) > 1:
+		return nil, fmt.Errorf("unexpected argument %q: preflight judges one VMI at a time", positional[1])
+	}
+	f.vmi = positional[0]
+	if errs := validation.IsDNS1123Subdomain(f.vmi); len(errs) > 0 {
+		return nil, fmt.Errorf("VMI %q is not a valid VirtualMachineInstance name: %s", f.vmi, strings.Join(errs, "; "))
+	}
+	if f.output != status.FormatTable && f.output != status.FormatJSON {
+		return nil, fmt.Errorf("-o %q: the output format must be one of %s", f.output, strings.Join(status.Formats, ", "))
+	}
+	d, err := parseRequestTimeout(*timeout)
+	if err != nil {
+		return nil, err
+	}
+	f.requestTimeout = d
+	return f, nil
+}
+
+// parseTargetSelector reads "k=v,k2=v2" into a node selector.
+func parseTargetSelector(v string) (map[string]string, error) {
+	sel := map[string]string{}
+	for _, pair := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q: want KEY=VALUE pairs separated by commas, e.g. --target-selector topology.kubernetes.io/zone=a,rack=r3", v)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("%q: label key %q is invalid: %s", v, k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(val); len(errs) > 0 {
+			return nil, fmt.Errorf("%q: label value %q of key %s is invalid: %s", v, val, k, strings.Join(errs, "; "))
+		}
+		if prev, dup := sel[k]; dup && prev != val {
+			return nil, fmt.Errorf("%q: key %s is given twice with different values; a node carries one value per key", v, k)
+		}
+		sel[k] = val
+	}
+	return sel, nil
+}

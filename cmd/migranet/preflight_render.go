@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/migranet/migranet/cmd/migranet/status"
+	"github.com/migranet/migranet/webhook"
+)
+
+// preflightReport is what migranet preflight prints.
+type preflightReport struct {
+	Namespace string `json:"namespace"`
+	VMI       string `json:"vmi"`
+	// User is the username the rules were judged for ("" when it could not be learned).
+	User string `json:"user"`
+	*webhook.PreflightResult
+}
+
+func (r preflightReport) print(w io.Writer, format string) error {
+	if format == status.FormatJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	verdict := "ADMITTED"
+	switch {
+	case !r.Admitted:
+		verdict = "REFUSED"
+	case len(r.Warnings) > 0:
+		verdict = fmt.Sprintf("ADMITTED with %d %s", len(r.Warnings), plural(len(r.Warnings), "warning", "warnings"))
+	}
+	fmt.Fprintf(w, "A migration of VirtualMachineInstance %s/%s would be %s.\n\n", r.Namespace, r.VMI, verdict)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tVERDICT\tMESSAGE")
+	for _, rv := range r.Rules {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", rv.Rule, rv.Verdict, rv.Message)
+	}
+	if r.Nodes != nil {
+		fmt.Fprintln(tw, "\t\t")
+		fmt.Fprintln(tw, "NODE\tTARGET\tWHY NOT")
+		for _, n := range r.Nodes {
+			target := "no"
+			if n.Fits {
+				target = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Node, target, n.Reason)
+		}
+	}
+	return tw.Flush()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

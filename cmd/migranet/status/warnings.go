@@ -1,0 +1,39 @@
+package status
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/migranet/migranet/webhook"
+)
+
+// AttachWarnings sets each row's AdmissionWarnings from the MigrationAdmittedWithWarnings events
+// migranet's webhook left on the VMIs: an event counts for a row when it is on the row's VMI,
+// names the row's migration (annotation migranet.io/migration) and was last seen no earlier than
+// the migration's creation second, so that an older migration of the same name lends it nothing.
+func AttachWarnings(rows []Row, events []corev1.Event) {
+	for i := range rows {
+		r := &rows[i]
+		for _, e := range events {
+			if e.Reason != webhook.ReasonMigrationWarned || e.Namespace != r.Namespace || e.InvolvedObject.Name != r.VMI ||
+				e.Annotations[webhook.AnnotationMigration] != r.Name || eventTime(e).Before(r.Created.Time) {
+				continue
+			}
+			lines := strings.Split(e.Message, "\n")
+			r.AdmissionWarnings = append(r.AdmissionWarnings, lines[1:]...)
+		}
+	}
+}
+
+// eventTime is when the event was last seen.
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}

@@ -1,0 +1,37 @@
+package status
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migranet/migranet/webhook"
+)
+
+func TestAttachWarnings(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 24, 21, 0, 0, 0, time.UTC))
+	ev := func(vmi, migration, reason string, at time.Time) corev1.Event {
+		return corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "ns", Annotations: map[string]string{webhook.AnnotationMigration: migration}},
+			InvolvedObject: corev1.ObjectReference{Kind: "VirtualMachineInstance", Name: vmi},
+			Reason:         reason, LastTimestamp: metav1.NewTime(at),
+			Message: "migration " + migration + " admitted with warnings:\nmigranet networkReady: one\nmigranet feasibleTarget: two",
+		}
+	}
+	rows := []Row{{Namespace: "ns", Name: "m1", VMI: "vm", Created: created}, {Namespace: "ns", Name: "m2", VMI: "vm", Created: created}}
+	AttachWarnings(rows, []corev1.Event{
+		ev("vm", "m1", webhook.ReasonMigrationWarned, created.Time),
+		ev("vm", "m2", webhook.ReasonMigrationWarned, created.Add(-time.Hour)), // an older m2
+		ev("other", "m2", webhook.ReasonMigrationWarned, created.Time),         // another VMI's
+		ev("vm", "m2", "SomethingElse", created.Time),
+	})
+	if want := []string{"migranet networkReady: one", "migranet feasibleTarget: two"}; !reflect.DeepEqual(rows[0].AdmissionWarnings, want) {
+		t.Errorf("m1 warnings %q, want %q", rows[0].AdmissionWarnings, want)
+	}
+	if rows[1].AdmissionWarnings != nil {
+		t.Errorf("m2 got warnings %q from events that are not its own", rows[1].AdmissionWarnings)
+	}
+}

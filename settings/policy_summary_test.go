@@ -1,0 +1,26 @@
+package settings
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+func TestPolicySummary(t *testing.T) {
+	for _, tc := range []struct{ value, def, want string }{
+		{"", "", "all enforced"},
+		{"", DefaultMigrationPolicy, "all enforced"},
+		{`{"rules":{"feasibleTarget":"warn"}}`, "", "feasibleTarget=warn"},
+		{`{"rules":{"postCopyCancel":"off","kubevirtReady":"warn"},"exemptUsers":["a","b"]}`, "", "kubevirtReady=warn postCopyCancel=off (2 exempt)"},
+		{`{"rules":{"feasibleTarget":"enforce"},"exemptUsers":["system:serviceaccount:kubevirt:kubevirt-controller"]}`, "", "all enforced (1 exempt)"},
+		{`{"rules":{"feasibleTarget":"sometimes"}}`, "", "invalid"},
+		{`not json`, "", "invalid"},
+	} {
+		s := &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationPolicy}, Value: tc.value, Default: tc.def}
+		if got := PolicySummary(s); got != tc.want {
+			t.Errorf("value %q default %q: summary %q, want %q", tc.value, tc.def, got, tc.want)
+		}
+	}
+}

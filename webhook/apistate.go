@@ -1,0 +1,53 @@
+package webhook
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// APIReader adapts a reader of the API server (a client, not a cache) to what the migration
+// rules read: the API server has no index on a VirtualMachineInstanceMigration's spec.vmiName, so
+// a list asking for it lists the namespace and keeps the matches. Every other read passes through.
+func APIReader(r client.Reader) client.Reader { return apiReader{r} }
+
+type apiReader struct{ client.Reader }
+
+func (a apiReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	vmims, ok := list.(*kubevirtv1.VirtualMachineInstanceMigrationList)
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	if !ok || lo.FieldSelector == nil {
+		return a.Reader.List(ctx, list, opts...)
+	}
+	name, found := lo.FieldSelector.RequiresExactMatch(vmiNameIndex)
+	if !found {
+		return a.Reader.List(ctx, list, opts...)
+	}
+	lo.FieldSelector = nil
+	if err := a.Reader.List(ctx, vmims, lo); err != nil {
+		return err
+	}
+	kept := vmims.Items[:0]
+	for _, m := range vmims.Items {
+		if m.Spec.VMIName == name {
+			kept = append(kept, m)
+		}
+	}
+	vmims.Items = kept
+	return nil
+}
+
+// ListNodes lists the nodes once, through r, as a NodeLister.
+func ListNodes(ctx context.Context, r client.Reader) (NodeLister, error) {
+	list := &corev1.NodeList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil, err
+	}
+	nodes := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+	}
+	return func() []*corev1.Node { return nodes }, nil
+}

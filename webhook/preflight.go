@@ -1,0 +1,141 @@
+package webhook
+
+import (
+	"context"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/migranet/migranet/settings"
+)
+
+// Verdicts of one rule in a preflight.
+const (
+	VerdictPass    = "pass"    // the rule holds
+	VerdictWarn    = "warn"    // violated, in warn mode: admitted with a warning
+	VerdictFail    = "fail"    // violated, enforced: refused
+	VerdictOff     = "off"     // the migration-policy turns the rule off
+	VerdictExempt  = "exempt"  // the user is in exemptUsers and the rule is exemptable
+	VerdictSkipped = "skipped" // not judged: feasibleTarget without a VMI
+)
+
+// RuleVerdict is one create rule's verdict for a would-be migration.
+type RuleVerdict struct {
+	Rule    settings.Rule `json:"rule"`
+	Verdict string        `json:"verdict"`
+	// Message is the webhook's own text ("migranet <rule>: ...") for warn and fail.
+	Message string `json:"message,omitempty"`
+	Field   string `json:"field,omitempty"`
+}
+
+// NodeVerdict says whether one node could receive the VMI, and if not, the first feasibleTarget
+// filter it fails.
+type NodeVerdict struct {
+	Node   string `json:"node"`
+	Fits   bool   `json:"fits"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// PreflightResult is what the webhook would answer to a VMIM create, with every rule's verdict
+// and every node's eligibility.
+type PreflightResult struct {
+	// Admitted is true when the create would be admitted (possibly with Warnings).
+	Admitted bool `json:"admitted"`
+	// Warnings are the admission warnings, word for word.
+	Warnings []string `json:"warnings,omitempty"`
+	// Refusal is the refusal's text, word for word; "" when admitted.
+	Refusal string        `json:"refusal,omitempty"`
+	Rules   []RuleVerdict `json:"rules"`
+	// Nodes is nil when the VMI does not exist.
+	Nodes []NodeVerdict `json:"nodes,omitempty"`
+}
+
+// Preflight judges vmim as ValidateCreate would for user, on the state v reads: the same gathering
+// (createInput), the same rules (EvaluateCreate) and the same answer (verdict). migranet preflight
+// builds v over the API server (APIReader, ListNodes, netcontroller.ObserveOnce) instead of the
+// informer caches. It counts nothing and records no event.
+func (v *MigrationValidator) Preflight(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration, user authenticationv1.UserInfo) (*PreflightResult, error) {
+	ctx = admission.NewContextWithRequest(ctx, admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UserInfo: user}})
+	in, err := v.createInput(ctx, vmim)
+	if err != nil {
+		return nil, err
+	}
+	ds := EvaluateCreate(*in)
+	warnings, refusal := verdict(vmim, ds, false)
+	out := &PreflightResult{Admitted: refusal == nil, Warnings: warnings, Rules: ruleVerdicts(in, ds)}
+	if refusal != nil {
+		out.Refusal = refusal.Error()
+	}
+	if in.VMI != nil {
+		out.Nodes = TargetNodes(in)
+	}
+	return out, nil
+}
+
+// createRules are the rules EvaluateCreate judges, in its order.
+func createRules() []settings.Rule {
+	return []settings.Rule{settings.RuleKubeVirtReady, settings.RuleNetworkReady, settings.RuleFeasibleTarget, settings.RuleVMIState}
+}
+
+// ruleVerdicts gives every create rule a verdict from the decisions EvaluateCreate returned.
+func ruleVerdicts(in *CreateInput, ds []Decision) []RuleVerdict {
+	rules := createRules()
+	out := make([]RuleVerdict, 0, len(rules))
+	for _, r := range rules {
+		rv := RuleVerdict{Rule: r, Verdict: VerdictPass}
+		switch {
+		case in.Policy.Mode(r) == settings.ModeOff:
+			rv.Verdict = VerdictOff
+		case in.Policy.ModeFor(r, in.User) == settings.ModeOff:
+			rv.Verdict = VerdictExempt
+		case r == settings.RuleFeasibleTarget && in.VMI == nil:
+			rv.Verdict = VerdictSkipped
+		}
+		for _, d := range ds {
+			if d.Rule != r {
+				continue
+			}
+			rv.Verdict, rv.Message, rv.Field = VerdictWarn, "migranet "+string(r)+": "+d.Message, d.Field
+			if d.Deny {
+				rv.Verdict = VerdictFail
+			}
+		}
+		out = append(out, rv)
+	}
+	return out
+}
+
+// TargetNodes says, for every node, whether it passes the feasibleTarget filters (the same
+// filters and wording the rule's message uses) for in's VMI, which must be set.
+func TargetNodes(in *CreateInput) []NodeVerdict {
+	f, conflict := newTargetFilter(in)
+	source := in.VMI.Status.NodeName
+	out := make([]NodeVerdict, 0, len(in.Nodes))
+	for _, n := range in.Nodes {
+		if n == nil {
+			continue
+		}
+		out = append(out, nodeVerdict(&f, n, source, conflict))
+	}
+	return out
+}
+
+func nodeVerdict(f *targetFilter, n *corev1.Node, source, conflict string) NodeVerdict {
+	nv := NodeVerdict{Node: n.Name}
+	switch s := f.stageOf(n); {
+	case n.Name == source:
+		nv.Reason = "the VMI's current node: a migration never targets its source node"
+	case conflict != "":
+		nv.Reason = "spec.addedNodeSelector conflicts with the VMI's nodeSelector"
+	case s == numStages:
+		nv.Fits = true
+	case s == stageReady || s == stageSchedulable:
+		nv.Reason = "must be " + f.describe(s)
+	default:
+		nv.Reason = "must " + f.describe(s)
+	}
+	return nv
+}
