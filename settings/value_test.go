@@ -178,6 +178,25 @@ func TestCanonical(t *testing.T) {
 	}
 }
 
+// TestCanonicalUnparsableOrder: every order of the same excludes, parsable or not, has one
+// canonical form (written here by hand: parsed ones by address, then the rest as text).
+// Catches: unparsable entries kept in the order written, or sorted before the parsed ones.
+func TestCanonicalUnparsableOrder(t *testing.T) {
+	const want = `{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24","exclude":["10.0.0.0/30","10.0.0.9/32","aa","zz"]}`
+	perms := [][]string{
+		{"zz", "10.0.0.9", "aa", "10.0.0.0/30"},
+		{"aa", "zz", "10.0.0.0/30", "10.0.0.9/32"},
+		{"10.0.0.9", "zz", "10.0.0.0/30", "aa"},
+		{"10.0.0.0/30", "10.0.0.9", "aa", "zz"},
+	}
+	for _, p := range perms {
+		m := &MigrationNetwork{ClusterNetwork: "m", Range: "10.0.0.0/24", Exclude: p}
+		if got := string(m.Canonical()); got != want {
+			t.Errorf("Canonical() of excludes %q = %s, want %s", p, got, want)
+		}
+	}
+}
+
 func TestSummary(t *testing.T) {
 	tests := map[string]string{
 		validValue: "migration vlan 100 192.168.100.0/24 (-1) mtu 9000",
