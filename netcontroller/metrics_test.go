@@ -165,3 +165,26 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestRolloutStartIsNormal: a new value starting its rollout (Ready turns False with NotApplied,
+// then NodesNotAttached) is routine and recorded as Normal events, not Warnings.
+// Catches: a Warning event on every rollout start.
+func TestRolloutStartIsNormal(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	r := &Controller{Recorder: rec}
+	s := &v1beta1.Setting{Status: v1beta1.SettingStatus{Conditions: []metav1.Condition{
+		{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady}}}}
+	for _, reason := range []string{ReasonNotApplied, ReasonNodesNotAttached} {
+		c := metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: "m"}
+		r.recordTransitions(s, []metav1.Condition{c})
+		s.Status.Conditions = []metav1.Condition{c}
+	}
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	if want := []string{"Normal NotApplied m", "Normal NodesNotAttached m"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+}

@@ -161,3 +161,38 @@ func TestJudgeAndCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrationAddr reads the address from the network-status entry of interface migration0 only.
+// Catches: the interface name not required (the pod network's or another attachment's address
+// taken for the migration address).
+func TestMigrationAddr(t *testing.T) {
+	cases := []struct {
+		name, status string
+		want         string // "" for none
+	}{
+		{"migration0 after the pod network", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
+			`{"name":"kubevirt/net-a","interface":"migration0","ips":["192.168.100.7"]}]`, "192.168.100.7"},
+		{"another attachment in the range, no migration0", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
+			`{"name":"kubevirt/other","interface":"net1","ips":["192.168.100.8"]}]`, ""},
+		{"migration0 without addresses", `[{"name":"pod","interface":"eth0","ips":["192.168.100.9"],"default":true},` +
+			`{"name":"kubevirt/net-a","interface":"migration0"}]`, ""},
+		{"an unparsable address is skipped", `[{"name":"kubevirt/net-a","interface":"migration0","ips":["nope","192.168.100.10"]}]`, "192.168.100.10"},
+		{"not JSON", `[{`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := handlerPod("h", "n1", "net-a@migration0", "", true)
+			p.Annotations["k8s.v1.cni.cncf.io/network-status"] = tc.status
+			got, ok := migrationAddr(p)
+			if tc.want == "" {
+				if ok {
+					t.Errorf("migrationAddr = %s, want none", got)
+				}
+				return
+			}
+			if !ok || got != netip.MustParseAddr(tc.want) {
+				t.Errorf("migrationAddr = %s (%v), want %s", got, ok, tc.want)
+			}
+		})
+	}
+}
