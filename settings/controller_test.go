@@ -1,0 +1,144 @@
+package settings
+
+import (
+	"context"
+	"testing"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// The settings controller's steps through controller-runtime's fake client: which objects it
+// writes, not how the API server stores them (the integration suite runs the real one). Names
+// and hashes are literals computed outside migranet:
+//
+//	printf '%s' '{"clusterNetwork":"migration","vlan":0,"range":"192.168.100.0/24"}' | sha256sum
+//	→ 5cf7ae62aa47207da4eda9a3526362c59fa6149796fe40c40856bb7c48f110bc
+//	printf '%s' '{"clusterNetwork":"migration","vlan":0,"range":"10.77.0.0/24"}' | sha256sum
+//	→ 50f247064f01d21e833751202e331404b092a62514d015b1af96b3e095249c3f
+const (
+	ctlValueA = `{"range":"192.168.100.0/24", "clusterNetwork":"migration"}`
+	ctlHashA  = "5cf7ae62aa47207da4eda9a3526362c59fa6149796fe40c40856bb7c48f110bc"
+	ctlNADA   = "vm-migration-network-5cf7ae62aa"
+	ctlValueB = `{"clusterNetwork":"migration","range":"10.77.0.0/24"}`
+	ctlHashB  = "50f247064f01d21e833751202e331404b092a62514d015b1af96b3e095249c3f"
+	ctlNADB   = "vm-migration-network-50f247064f"
+)
+
+type controllerEnv struct {
+	t   *testing.T
+	c   client.Client
+	ctl *Controller
+}
+
+func newControllerEnv(t *testing.T, objs ...client.Object) *controllerEnv {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{v1beta1.AddToScheme, kubevirtv1.AddToScheme, nadv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv := &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: "kubevirt"}}
+	s := &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationNetwork}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1beta1.Setting{}).
+		WithObjects(append([]client.Object{kv, s}, objs...)...).Build()
+	return &controllerEnv{t: t, c: c, ctl: &Controller{Client: c, Recorder: record.NewFakeRecorder(100), KubeVirtNamespace: "kubevirt"}}
+}
+
+// set stores value in the setting and reconciles it.
+func (e *controllerEnv) set(value string) {
+	e.t.Helper()
+	ctx := context.Background()
+	s := &v1beta1.Setting{}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+		e.t.Fatal(err)
+	}
+	s.Value = value
+	if err := e.c.Update(ctx, s); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.ctl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}); err != nil {
+		e.t.Fatalf("reconcile %s: %v", value, err)
+	}
+}
+
+// state is what the controller is responsible for: the KubeVirt CR's migrations.network (nil:
+// unset), the NADs in the KubeVirt namespace, and the applied hash.
+func (e *controllerEnv) state() (network *string, nads []string, applied string) {
+	e.t.Helper()
+	ctx := context.Background()
+	kv := &kubevirtv1.KubeVirt{}
+	if err := e.c.Get(ctx, client.ObjectKey{Namespace: "kubevirt", Name: "kubevirt"}, kv); err != nil {
+		e.t.Fatal(err)
+	}
+	if mc := kv.Spec.Configuration.MigrationConfiguration; mc != nil {
+		network = mc.Network
+	}
+	list := &nadv1.NetworkAttachmentDefinitionList{}
+	if err := e.c.List(ctx, list, client.InNamespace("kubevirt")); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, n := range list.Items {
+		nads = append(nads, n.Name)
+	}
+	s := &v1beta1.Setting{}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+		e.t.Fatal(err)
+	}
+	return network, nads, s.Status.AppliedHash
+}
+
+func (e *controllerEnv) expect(step string, wantNetwork string, wantNADs []string, wantApplied string) {
+	e.t.Helper()
+	network, nads, applied := e.state()
+	got := ""
+	if network != nil {
+		got = *network
+		if got == "" {
+			e.t.Errorf("%s: migrations.network is set to \"\"; want it removed", step)
+		}
+	}
+	if got != wantNetwork {
+		e.t.Errorf("%s: KubeVirt migrations.network = %q, want %q", step, got, wantNetwork)
+	}
+	if len(nads) != len(wantNADs) {
+		e.t.Errorf("%s: NADs %q, want %q", step, nads, wantNADs)
+	} else {
+		for i := range nads {
+			if nads[i] != wantNADs[i] {
+				e.t.Errorf("%s: NADs %q, want %q", step, nads, wantNADs)
+				break
+			}
+		}
+	}
+	if applied != wantApplied {
+		e.t.Errorf("%s: status.appliedHash = %q, want %q", step, applied, wantApplied)
+	}
+}
+
+// TestControllerAppliesChangesAndRollsBack: a value points the KubeVirt CR at its NAD and records
+// its hash; a new value moves the CR and deletes the old NAD but never the active one nor one
+// migranet does not manage; clearing the value removes migrations.network.
+// Catches: the KubeVirt CR never patched; appliedHash never recorded; the active NAD deleted by
+// the cleanup; a rollback leaving migrations.network set.
+func TestControllerAppliesChangesAndRollsBack(t *testing.T) {
+	foreign := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Name: "storage", Namespace: "kubevirt"}}
+	e := newControllerEnv(t, foreign)
+	e.set(ctlValueA)
+	e.expect("value A", ctlNADA, []string{"storage", ctlNADA}, ctlHashA)
+	e.set(ctlValueB)
+	e.expect("value B", ctlNADB, []string{"storage", ctlNADB}, ctlHashB)
+	e.set(ctlValueB) // a second reconcile of the same value changes nothing
+	e.expect("value B again", ctlNADB, []string{"storage", ctlNADB}, ctlHashB)
+	e.set("")
+	e.expect("cleared", "", []string{"storage"}, "")
+}
