@@ -21,7 +21,10 @@ import (
 func observeInto(t *testing.T, m *Metrics, value string, pods ...*corev1.Pod) []metav1.Condition {
 	t.Helper()
 	mn := parse(t, value)
-	s := &v1beta1.Setting{Value: value, Status: v1beta1.SettingStatus{AppliedHash: mn.Hash()}}
+	s := &v1beta1.Setting{Value: value}
+	if value == valueA {
+		s.Status.AppliedHash = hashA
+	}
 	in := Input{Namespace: "kubevirt", Nodes: []*corev1.Node{node("n1", nil), node("n2", nil), node("n3", nil)}, Pods: pods}
 	if mn != nil {
 		in.Network, in.Range = "net-a", netip.MustParsePrefix("192.168.100.0/24")

@@ -119,9 +119,9 @@ func TestJudgeAndCapacity(t *testing.T) {
 		{"disabled, KubeVirt updating", "", "", "True", "UpdateInProgress", Observation{}, false, ReasonKubeVirtNotReady},
 		{"invalid stored value", "{", "", "True", KubeVirtReadyReason, Observation{}, false, ReasonInvalidValue},
 		{"not applied yet", valueA, "", "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, false, ReasonNotApplied},
-		{"nodes still rolling", valueA, hashA(t), "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 2}, false, ReasonNodesNotAttached},
-		{"attached but KubeVirt not available", valueA, hashA(t), "False", "DeploymentInProgress", Observation{Eligible: 3, Attached: 3}, false, ReasonKubeVirtNotReady},
-		{"ready", valueA, hashA(t), "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, true, ReasonReady},
+		{"nodes still rolling", valueA, hashA, "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 2}, false, ReasonNodesNotAttached},
+		{"attached but KubeVirt not available", valueA, hashA, "False", "DeploymentInProgress", Observation{Eligible: 3, Attached: 3}, false, ReasonKubeVirtNotReady},
+		{"ready", valueA, hashA, "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, true, ReasonReady},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

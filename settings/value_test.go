@@ -142,8 +142,12 @@ func TestHashInvariance(t *testing.T) {
 		}
 		hashes[name] = want
 	}
-	// Any semantic change changes the hash.
+	// Anchored outside migranet: printf '%s' "$validValue" | sha256sum (validValue is canonical).
 	base := mustParse(t, validValue).Hash()
+	if base != "d37a915f8284b3de95dc96b6c15f56d662a0e493c55db7dd64148f97962a9fa1" {
+		t.Errorf("hash of %s = %s, want the SHA-256 of its canonical JSON", validValue, base)
+	}
+	// Any semantic change changes the hash.
 	for _, raw := range []string{
 		`{"clusterNetwork":"migration","vlan":101,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`,
 		`{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.2/32"],"mtu":9000}`,

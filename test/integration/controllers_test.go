@@ -70,12 +70,6 @@ func kubeVirtNetwork(ctx context.Context) string {
 	return settings.MigrationNetworkOf(kv)
 }
 
-func expectedNAD(value string) string {
-	m, errs := settings.ParseMigrationNetwork(value, nil)
-	ExpectWithOffset(1, errs).To(BeEmpty())
-	return settings.NADName(m.Hash())
-}
-
 // resetToPodNetwork clears the setting and waits until the cluster is back on the pod network
 // with no managed NAD left.
 func resetToPodNetwork(ctx context.Context) {

@@ -61,7 +61,7 @@ var _ = Describe("whereabouts allocations leaked by vanished virt-handlers", fun
 	// releasing the address of a virt-handler the manager's cache has not seen yet (its
 	// replacement allocates while the old pod's deletion is being handled).
 	It("releases them from the current pool, so replacements get addresses, and leaves another namespace's alone", func(ctx context.Context) {
-		const small = `{"clusterNetwork":"migration","range":"10.89.0.0/29","exclude":["10.89.0.1"]}` // 5 usable: 3 nodes + 2
+		const small = smallRange
 		const poolName = "10.89.0.0-29"
 		rng := netip.MustParsePrefix("10.89.0.0/29")
 		setValue(ctx, small)
