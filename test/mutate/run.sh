@@ -14,7 +14,7 @@ PKGS=${MUTATE_PKGS:-settings netcontroller webhook}
 OUT=${MUTATE_OUT:-.mutate}
 # A mutant's run compiles and links the package's test binary; the timeout is the coverage run's
 # duration times this, generous because the machine is shared (a timed-out mutant is not scored).
-TIMEOUT_COEFFICIENT=${MUTATE_TIMEOUT_COEFFICIENT:-30}
+TIMEOUT_COEFFICIENT=${MUTATE_TIMEOUT_COEFFICIENT:-10}
 mode=${1:-all}
 mkdir -p "$OUT"
 status=0
