@@ -186,7 +186,7 @@ var _ = Describe("the settings and network controllers", func() {
 	It("puts the KubeVirt CR back when its migrations.network is changed by hand", func(ctx context.Context) {
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
-		setMigrationNetwork(ctx, "someone-elses-network")
+		f.SetKubeVirtMigrationNetwork(ctx, "someone-elses-network")
 		Eventually(kubeVirtNetwork).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(expectedNAD(net24)))
 		waitReady(ctx, netcontroller.ReasonReady)
 	})
