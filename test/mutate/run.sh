@@ -3,13 +3,13 @@
 #   bugs      each patch in test/mutate/bugs/ is a bug some suite once let through; applied alone
 #             to a copy of the tree it must make the test its header names fail.
 #   gremlins  mutation testing of settings/, netcontroller/ and webhook/ with their unit tests
-#             (gremlins, pinned below, run from the Go module proxy): score per package, and every
+#             (gremlins at GREMLINS_VERSION, pinned in the Makefile, run from the Go module proxy): score per package, and every
 #             surviving mutant not explained in test/mutate/equivalent.txt.
 # Usage: bash test/mutate/run.sh [bugs|gremlins|all]   (MUTATE_PKGS="settings" to narrow)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
-GREMLINS_VERSION=v0.6.0
+GREMLINS_VERSION=${GREMLINS_VERSION:-$(sed -n 's/^GREMLINS_VERSION ?= //p' Makefile)}
 PKGS=${MUTATE_PKGS:-settings netcontroller webhook}
 OUT=${MUTATE_OUT:-.mutate}
 # A mutant's run compiles and links the package's test binary; the timeout is the coverage run's
