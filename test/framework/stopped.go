@@ -17,10 +17,12 @@ import (
 // the specs see the simulators alone (migranet's settings controller would otherwise put the
 // KubeVirt CR back in line with the setting). Afterwards it starts the replicas again, waits for
 // their webhooks, unsets the KubeVirt CR's migrations.network the specs set by hand, waits for
-// KubeVirt to be Available again and deletes the hand-made NADs named.
-func (f *Framework) WithoutMigranet(nads ...string) {
-	BeforeAll(func() { f.StopReplicas() })
+// KubeVirt to be Available again and deletes the hand-made NADs named. Call it while the spec
+// tree is built, with the suite's Framework variable (set later, in BeforeSuite).
+func WithoutMigranet(suite **Framework, nads ...string) {
+	BeforeAll(func() { (*suite).StopReplicas() })
 	AfterAll(func(ctx context.Context) {
+		f := *suite
 		Expect(f.StartReplicas(ctx)).To(Succeed())
 		Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
 		f.SetKubeVirtMigrationNetwork(ctx, "")

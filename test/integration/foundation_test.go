@@ -76,7 +76,7 @@ value: 5
 	// put the CR back in line with the (empty) setting.
 	Context("when the KubeVirt CR's migrations.network is set by hand, without migranet", Ordered, func() {
 		const nadName = "hand-made-migration"
-		f.WithoutMigranet(nadName)
+		framework.WithoutMigranet(&f, nadName)
 
 		// v1.8.4's virt-operator takes its updating branch for a changed deployment config
 		// (sim.SyncConditions): Available stays True, with reason UpdateInProgress, until every

@@ -147,7 +147,7 @@ var _ = Describe("the Multus simulator's whereabouts state, without migranet", O
 	const poolName = "10.90.0.0-29"
 	// 10.90.0.0/29 minus the network, last, and excluded addresses: .4, .5, .6 — one per node.
 	rng := netip.MustParsePrefix("10.90.0.0/29")
-	f.WithoutMigranet(nadName)
+	framework.WithoutMigranet(&f, nadName)
 	BeforeAll(func(ctx context.Context) {
 		Expect(f.Client.Create(ctx, &nadv1.NetworkAttachmentDefinition{
 			ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName},
