@@ -55,7 +55,8 @@ gremlins() {
 		# -vet=off: a mutant must be killed by a test, not by go vet; -ldflags=-w: no DWARF, a
 		# quicker link of each mutant's test binary.
 		GOFLAGS="${GOFLAGS:-} -vet=off -ldflags=-w" $GO run "github.com/go-gremlins/gremlins/cmd/gremlins@$GREMLINS_VERSION" unleash \
-			--timeout-coefficient "$TIMEOUT_COEFFICIENT" --exclude-files 'zz_generated' \
+			--timeout-coefficient "$TIMEOUT_COEFFICIENT" --exclude-files 'zz_generated' --exclude-files '(^|/)certs/' \
+			--workers "${MUTATE_WORKERS:-0}" \
 			--output "$OUT/$pkg.json" "./$pkg" >"$log" 2>&1 || true
 		local killed lived timedout notcov
 		killed=$(grep -c '^ *KILLED ' "$log" || true)
