@@ -191,3 +191,23 @@ func TestRolloutStartIsNormal(t *testing.T) {
 		t.Errorf("events = %q, want %q", got, want)
 	}
 }
+
+// TestStatusOfFields: the status fields the network controller applies. No node list is an
+// untyped nil (ApplyStatus leaves nil fields out, removing them), never an empty or typed-nil list;
+// a node list is passed as observed.
+func TestStatusOfFields(t *testing.T) {
+	m := parse(t, valueA)
+	nodes := []v1beta1.NodeMigrationStatus{{Name: "n1", IP: "192.168.100.2"}, {Name: "n2", Reason: ReasonNoPod}}
+	_, fields, capacity := statusOf(&Snapshot{}, m, Observation{Nodes: nodes, Used: 1})
+	if got, ok := fields["nodes"].([]v1beta1.NodeMigrationStatus); !ok || len(got) != 2 || got[0].IP != "192.168.100.2" {
+		t.Errorf("nodes field = %#v, want the two observed nodes", fields["nodes"])
+	}
+	// 192.168.100.0/24: 254 usable, 1 used.
+	if capacity == nil || *capacity != (v1beta1.IPCapacity{Usable: 254, Used: 1, Free: 253}) || fields["capacity"] != capacity {
+		t.Errorf("capacity = %+v (field %v), want 254/1/253", capacity, fields["capacity"])
+	}
+	_, fields, capacity = statusOf(&Snapshot{}, nil, Observation{})
+	if fields["nodes"] != nil || fields["capacity"] != nil || capacity != nil {
+		t.Errorf("disabled: fields %#v, capacity %v; want untyped nils", fields, capacity)
+	}
+}
