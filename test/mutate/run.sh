@@ -14,7 +14,7 @@ PKGS=${MUTATE_PKGS:-netcontroller webhook settings}
 OUT=${MUTATE_OUT:-.mutate}
 # A mutant's run compiles and links the package's test binary; the timeout is the coverage run's
 # duration times this, generous because the machine is shared (a timed-out mutant is not scored).
-TIMEOUT_COEFFICIENT=${MUTATE_TIMEOUT_COEFFICIENT:-10}
+TIMEOUT_COEFFICIENT=${MUTATE_TIMEOUT_COEFFICIENT:-20}
 mode=${1:-all}
 mkdir -p "$OUT"
 status=0
@@ -53,8 +53,9 @@ gremlins() {
 		log="$OUT/$pkg.log"
 		started=$(date +%s)
 		# -vet=off: a mutant must be killed by a test, not by go vet; -ldflags=-w: no DWARF, a
-		# quicker link of each mutant's test binary.
-		GOFLAGS="${GOFLAGS:-} -vet=off -ldflags=-w" $GO run "github.com/go-gremlins/gremlins/cmd/gremlins@$GREMLINS_VERSION" unleash \
+		# quicker link of each mutant's test binary; -count=1: the coverage run that sets the timeout
+		# is never a cached result.
+		GOFLAGS="${GOFLAGS:-} -vet=off -ldflags=-w -count=1" $GO run "github.com/go-gremlins/gremlins/cmd/gremlins@$GREMLINS_VERSION" unleash \
 			--timeout-coefficient "$TIMEOUT_COEFFICIENT" --exclude-files 'zz_generated' --exclude-files '(^|/)certs/' \
 			--workers "${MUTATE_WORKERS:-0}" \
 			--output "$OUT/$pkg.json" "./$pkg" >"$log" 2>&1 || true
