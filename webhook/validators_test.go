@@ -44,7 +44,7 @@ func TestCreateHonoursExemptUsers(t *testing.T) {
 
 // TestRefusalStatusCodes: a refused create is 422 Invalid on spec.vmiName; a refused cancel is 403
 // Forbidden (the migration is valid, deleting it is not allowed now), as the README documents.
-// Catches: a refused cancel answered 422 Invalid.
+// Catches: a refused cancel answered 422 Invalid; a rule's field replaced by spec.vmiName.
 func TestRefusalStatusCodes(t *testing.T) {
 	v, _, _, r := newTestValidator(t)
 	ctx := context.Background()
@@ -58,6 +58,10 @@ func TestRefusalStatusCodes(t *testing.T) {
 	_, err = v.ValidateDelete(ctx, vmim("move", testVMI, kubevirtv1.MigrationRunning))
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("refused cancel: %v, want 403 Forbidden", err)
+	}
+	// The rule's own field, not the default spec.vmiName: the way out is that annotation.
+	if err == nil || !strings.Contains(err.Error(), "metadata.annotations[migranet.io/force-cancel]: Forbidden: migranet postCopyCancel") {
+		t.Errorf("refused cancel %v does not name the force-cancel annotation", err)
 	}
 }
 
