@@ -53,7 +53,10 @@ func (r *memReader) List(_ context.Context, list client.ObjectList, _ ...client.
 	case *kubevirtv1.VirtualMachineInstanceMigrationList:
 		l.Items = r.migrations
 	case *kubevirtv1.KubeVirtList:
-		l.Items = []kubevirtv1.KubeVirt{*r.kv}
+		l.Items = nil
+		if r.kv != nil {
+			l.Items = []kubevirtv1.KubeVirt{*r.kv}
+		}
 	default:
 		return fmt.Errorf("memReader cannot list %T", list)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,5 +131,60 @@ func TestSettingChangeRefusedWithMigrationsInFlight(t *testing.T) {
 	r.migrations = []kubevirtv1.VirtualMachineInstanceMigration{done}
 	if _, err := v.ValidateUpdate(context.Background(), old, changed); err != nil {
 		t.Errorf("change with only finished migrations: %v", err)
+	}
+}
+
+// TestCreateReadsKubeVirtAndNetwork: what ValidateCreate reads from the cache reaches the rules —
+// no KubeVirt CR is refused by kubevirtReady (not a crash), and a valid migration network whose
+// rollout no replica has observed yet is refused by networkReady.
+func TestCreateReadsKubeVirtAndNetwork(t *testing.T) {
+	ctx := context.Background()
+	v, _, _, r := newTestValidator(t)
+	r.kv = nil
+	if _, err := v.ValidateCreate(ctx, vmim("no-kv", testVMI, "")); err == nil || !strings.Contains(err.Error(), "migranet kubevirtReady") {
+		t.Errorf("without a KubeVirt CR: %v, want a kubevirtReady refusal", err)
+	}
+	v, _, _, r = newTestValidator(t)
+	r.settings[v1beta1.MigrationNetwork] = &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationNetwork, ResourceVersion: "7"},
+		Value: settingValue}
+	if _, err := v.ValidateCreate(ctx, vmim("unobserved", testVMI, "")); err == nil || !strings.Contains(err.Error(), "migranet networkReady") {
+		t.Errorf("network set, rollout not observed: %v, want a networkReady refusal", err)
+	}
+}
+
+// TestNADDeleteProtectsTheActiveNetwork: the NAD the KubeVirt CR names cannot be deleted, unless
+// it is migranet's and the setting has moved on (the CR's patch not yet in this cache); a NAD
+// migranet does not manage is protected whatever the setting says.
+func TestNADDeleteProtectsTheActiveNetwork(t *testing.T) {
+	// settingValue renders to vm-migration-network-5cf7ae62aa: printf '%s'
+	// '{"clusterNetwork":"migration","vlan":0,"range":"192.168.100.0/24"}' | sha256sum
+	const rendered, old = "vm-migration-network-5cf7ae62aa", "vm-migration-network-0000000000"
+	managed := map[string]string{settings.LabelManagedBy: settings.ManagedBy}
+	nad := func(name string, labels map[string]string) *nadv1.NetworkAttachmentDefinition {
+		return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: name, Labels: labels}}
+	}
+	for _, tc := range []struct {
+		name, kvNetwork string
+		nad             *nadv1.NetworkAttachmentDefinition
+		allowed         bool
+	}{
+		{"the active managed NAD", rendered, nad(rendered, managed), false},
+		{"a managed NAD the setting moved away from", old, nad(old, managed), true},
+		{"an unmanaged NAD the CR names", old, nad(old, nil), false},
+		{"a NAD nothing names", rendered, nad("storage", nil), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kv := readyKubeVirt()
+			kv.Spec.Configuration.MigrationConfiguration = &kubevirtv1.MigrationConfiguration{Network: &tc.kvNetwork}
+			r := &memReader{kv: kv, settings: map[string]*v1beta1.Setting{v1beta1.MigrationNetwork: networkSetting(settingValue)}}
+			v := &NADValidator{Reader: r, KubeVirtNamespace: "kubevirt"}
+			_, err := v.ValidateDelete(context.Background(), tc.nad)
+			if tc.allowed && err != nil {
+				t.Errorf("refused: %v", err)
+			}
+			if !tc.allowed && !apierrors.IsForbidden(err) {
+				t.Errorf("got %v, want 403 Forbidden", err)
+			}
+		})
 	}
 }
