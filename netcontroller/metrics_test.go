@@ -211,3 +211,25 @@ func TestStatusOfFields(t *testing.T) {
 		t.Errorf("disabled: fields %#v, capacity %v; want untyped nils", fields, capacity)
 	}
 }
+
+// TestCapacityThreshold: IPCapacity turns low below 10 % free or below 2 free, not at them.
+func TestCapacityThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		rng  string
+		used int64
+		want string
+	}{
+		// 10.0.0.0/27: 30 usable. 3 free is exactly 10 %.
+		{"10.0.0.0/27", 27, ReasonSufficient},
+		{"10.0.0.0/27", 28, ReasonLowCapacity},
+		// 10.0.0.0/28: 14 usable. 2 free is above 10 % and not below 2.
+		{"10.0.0.0/28", 12, ReasonSufficient},
+		{"10.0.0.0/28", 13, ReasonLowCapacity},
+	} {
+		m := parse(t, `{"clusterNetwork":"migration","range":"`+tc.rng+`"}`)
+		cond, c := capacityOf(m, Observation{Used: tc.used})
+		if cond.Reason != tc.want {
+			t.Errorf("%s with %d used (%+v): %s, want %s", tc.rng, tc.used, c, cond.Reason, tc.want)
+		}
+	}
+}
