@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,6 +24,26 @@ type poolAPI struct {
 	pods          []string // namespace/name of the pods that exist
 	poolLists     int
 	deleted       []string
+	updated       []unstructured.Unstructured
+}
+
+func (a *poolAPI) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("poolAPI cannot get %T", obj)
+	}
+	for _, p := range a.pools {
+		if p.GetNamespace() == key.Namespace && p.GetName() == key.Name {
+			p.DeepCopyInto(u)
+			return nil
+		}
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Group: ipPoolKind.Group, Resource: "ippools"}, key.Name)
+}
+
+func (a *poolAPI) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	a.updated = append(a.updated, *obj.(*unstructured.Unstructured).DeepCopy())
+	return nil
 }
 
 func (a *poolAPI) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -121,5 +144,47 @@ func TestCleanupKeepsOtherNamespacesPools(t *testing.T) {
 	}
 	if want := []string{"kube-system/10.77.0.0-24"}; !slices.Equal(api.deleted, want) {
 		t.Errorf("deleted %q, want %q", api.deleted, want)
+	}
+}
+
+// TestPoolCheckReleasesOnlyGoneVirtHandlers: the first check of a range reads its pool, removes
+// the allocations of virt-handlers that exist neither in the cache nor in the API server (one
+// update), keeps every other one, and counts what the pool holds afterwards in the capacity.
+func TestPoolCheckReleasesOnlyGoneVirtHandlers(t *testing.T) {
+	api := &poolAPI{
+		// keys 1..5 in ipPool's order
+		pools: []unstructured.Unstructured{ipPool("192.168.100.0-24", "192.168.100.0/24",
+			"kubevirt/virt-handler-gone", "kubevirt/virt-handler-cached", "kubevirt/virt-handler-new", "tenant/gone-0", "kubevirt/virt-launcher-x")},
+		pods: []string{"kubevirt/virt-handler-new"}, // created after the cache's last view
+	}
+	r := cleanupController(api)
+	m := parse(t, valueA)
+	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24"), Pods: []*corev1.Pod{handlerPod("virt-handler-cached", "n1", "", "", true)}}
+	obs := Observation{Used: 1}
+	requeue, err := r.checkPool(context.Background(), m, in, &obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(api.updated) != 1 {
+		t.Fatalf("%d pool updates, want 1", len(api.updated))
+	}
+	left, _, _ := unstructured.NestedMap(api.updated[0].Object, "spec", "allocations")
+	var refs []string
+	for _, v := range left {
+		refs = append(refs, v.(map[string]any)["podref"].(string))
+	}
+	slices.Sort(refs)
+	if want := []string{"kubevirt/virt-handler-cached", "kubevirt/virt-handler-new", "kubevirt/virt-launcher-x", "tenant/gone-0"}; !slices.Equal(refs, want) {
+		t.Errorf("allocations left %q, want %q", refs, want)
+	}
+	if obs.Used != 4 {
+		t.Errorf("used = %d, want the 4 allocations the pool holds", obs.Used)
+	}
+	if requeue != PoolCheckInterval {
+		t.Errorf("next check in %v, want %v (254 usable, 4 used: not near full)", requeue, PoolCheckInterval)
+	}
+	// Nothing vanished since: the next reconcile reads no pool.
+	if _, err := r.checkPool(context.Background(), m, in, &Observation{}); err != nil || len(api.updated) != 1 {
+		t.Errorf("second check: %v, %d updates; want none", err, len(api.updated))
 	}
 }
