@@ -124,6 +124,7 @@ func TestCleanupKeepsOtherNamespacesPools(t *testing.T) {
 	api := &poolAPI{
 		pools: []unstructured.Unstructured{
 			ipPool("10.77.0.0-24", "10.77.0.0/24", "kubevirt/virt-handler-a", "kubevirt/virt-handler-b"),
+			ipPool("10.76.0.0-24", "10.76.0.0/24", "kubevirt/virt-handler-c"),
 			ipPool("10.78.0.0-24", "10.78.0.0/24", "kubevirt/virt-handler-a", "tenant/web-0"),
 			ipPool("10.79.0.0-24", "10.79.0.0/24", "tenant/gone-0", "kubevirt/virt-handler-a"),
 			ipPool("10.80.0.0-24", "10.80.0.0/24", "tenant/virt-handler-a"),
@@ -142,7 +143,7 @@ func TestCleanupKeepsOtherNamespacesPools(t *testing.T) {
 	if err := r.cleanPools(context.Background(), netip.MustParsePrefix("192.168.100.0/24"), func(string, string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"kube-system/10.77.0.0-24"}; !slices.Equal(api.deleted, want) {
+	if want := []string{"kube-system/10.77.0.0-24", "kube-system/10.76.0.0-24"}; !slices.Equal(api.deleted, want) {
 		t.Errorf("deleted %q, want %q", api.deleted, want)
 	}
 }

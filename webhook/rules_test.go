@@ -297,6 +297,9 @@ func TestEvaluateCreate(t *testing.T) {
 			}
 		}, want: []want{deny(vmiRule, fieldVMIName, "already has a migration in flight: VirtualMachineInstanceMigration a-new is Pending (and 1 more)",
 			"wait until it has Succeeded or Failed")}},
+		{name: "one migration in flight", modify: func(in *CreateInput) {
+			in.OtherMigrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim("b-running", testVMI, kubevirtv1.MigrationRunning)}
+		}, want: []want{deny(vmiRule, fieldVMIName, "VirtualMachineInstanceMigration b-running is Running; wait until")}},
 		{name: "finished, unrelated and self migrations pass", modify: func(in *CreateInput) {
 			other := vmim("elsewhere", testVMI, kubevirtv1.MigrationRunning)
 			other.Namespace = "other"
