@@ -2,15 +2,19 @@ package settings
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -141,4 +145,37 @@ func TestControllerAppliesChangesAndRollsBack(t *testing.T) {
 	e.expect("value B again", ctlNADB, []string{"storage", ctlNADB}, ctlHashB)
 	e.set("")
 	e.expect("cleared", "", []string{"storage"}, "")
+}
+
+// TestControllerReportsAFailedStep: when patching the KubeVirt CR fails, Reconcile returns the
+// error (so it is retried with backoff) and Configured says which step failed.
+func TestControllerReportsAFailedStep(t *testing.T) {
+	e := newControllerEnv(t)
+	failing := interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if _, ok := obj.(*kubevirtv1.KubeVirt); ok {
+			return errors.New("injected: the API server refused the patch")
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+	e.ctl.Client = interceptor.NewClient(e.c.(client.WithWatch), failing)
+	ctx := context.Background()
+	s := &v1beta1.Setting{}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+		t.Fatal(err)
+	}
+	s.Value = ctlValueA
+	if err := e.c.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.ctl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}})
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Errorf("Reconcile = %v, want the patch error", err)
+	}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionConfigured)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonKubeVirtFailed || s.Status.AppliedHash != "" {
+		t.Errorf("Configured = %+v, appliedHash %q; want False/%s and nothing applied", c, s.Status.AppliedHash, ReasonKubeVirtFailed)
+	}
 }
