@@ -179,3 +179,40 @@ func TestControllerReportsAFailedStep(t *testing.T) {
 		t.Errorf("Configured = %+v, appliedHash %q; want False/%s and nothing applied", c, s.Status.AppliedHash, ReasonKubeVirtFailed)
 	}
 }
+
+// TestControllerRepairsAHandEditedNAD: a hand edit of the active NAD's config or of its labels is
+// put back on the next reconcile; labels and annotations someone added stay.
+func TestControllerRepairsAHandEditedNAD(t *testing.T) {
+	e := newControllerEnv(t)
+	e.set(ctlValueA)
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "kubevirt", Name: ctlNADA}
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := e.c.Get(ctx, key, nad); err != nil {
+		t.Fatal(err)
+	}
+	const config = `{"cniVersion":"0.3.1","type":"bridge","bridge":"migration-br","promiscMode":true,"ipam":{"type":"whereabouts","range":"192.168.100.0/24"}}`
+	if nad.Spec.Config != config {
+		t.Fatalf("config %s, want %s", nad.Spec.Config, config)
+	}
+	for _, edit := range []func(*nadv1.NetworkAttachmentDefinition){
+		func(n *nadv1.NetworkAttachmentDefinition) { n.Spec.Config = `{"type":"bridge"}` },
+		func(n *nadv1.NetworkAttachmentDefinition) { delete(n.Labels, LabelManagedBy) },
+	} {
+		if err := e.c.Get(ctx, key, nad); err != nil {
+			t.Fatal(err)
+		}
+		edit(nad)
+		nad.Labels["team"] = "net"
+		if err := e.c.Update(ctx, nad); err != nil {
+			t.Fatal(err)
+		}
+		e.set(ctlValueA)
+		if err := e.c.Get(ctx, key, nad); err != nil {
+			t.Fatal(err)
+		}
+		if nad.Spec.Config != config || nad.Labels[LabelManagedBy] != ManagedBy || nad.Labels["team"] != "net" {
+			t.Errorf("after a hand edit and a reconcile: config %s, labels %v", nad.Spec.Config, nad.Labels)
+		}
+	}
+}
