@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -195,6 +196,12 @@ func TestControllerRepairsAHandEditedNAD(t *testing.T) {
 	if nad.Spec.Config != config {
 		t.Fatalf("config %s, want %s", nad.Spec.Config, config)
 	}
+	// Compare before every write: a reconcile that finds the NAD as rendered does not touch it.
+	rv := nad.ResourceVersion
+	e.set(ctlValueA)
+	if err := e.c.Get(ctx, key, nad); err != nil || nad.ResourceVersion != rv {
+		t.Errorf("an unchanged NAD was written (resourceVersion %s → %s, %v)", rv, nad.ResourceVersion, err)
+	}
 	for _, edit := range []func(*nadv1.NetworkAttachmentDefinition){
 		func(n *nadv1.NetworkAttachmentDefinition) { n.Spec.Config = `{"type":"bridge"}` },
 		func(n *nadv1.NetworkAttachmentDefinition) { delete(n.Labels, LabelManagedBy) },
@@ -214,5 +221,49 @@ func TestControllerRepairsAHandEditedNAD(t *testing.T) {
 		if nad.Spec.Config != config || nad.Labels[LabelManagedBy] != ManagedBy || nad.Labels["team"] != "net" {
 			t.Errorf("after a hand edit and a reconcile: config %s, labels %v", nad.Spec.Config, nad.Labels)
 		}
+	}
+}
+
+// TestControllerCleanupErrors: a NAD already gone when the cleanup deletes it is no failure; any
+// other delete error fails the step (Configured False, CleanupFailed) and is returned.
+func TestControllerCleanupErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		wantErr bool
+	}{
+		{"already gone", apierrors.NewNotFound(nadv1.Resource("network-attachment-definitions"), ctlNADA), false},
+		{"refused", errors.New("injected: delete refused"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newControllerEnv(t)
+			e.set(ctlValueA)
+			e.ctl.Client = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
+				Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return tc.err }})
+			ctx := context.Background()
+			s := &v1beta1.Setting{}
+			if err := e.c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+				t.Fatal(err)
+			}
+			s.Value = ctlValueB
+			if err := e.c.Update(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.ctl.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Reconcile = %v, want an error: %v", err, tc.wantErr)
+			}
+			if err := e.c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+				t.Fatal(err)
+			}
+			c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionConfigured)
+			want := ReasonApplied
+			if tc.wantErr {
+				want = ReasonCleanupFailed
+			}
+			if c == nil || c.Reason != want {
+				t.Errorf("Configured = %+v, want reason %s", c, want)
+			}
+		})
 	}
 }
