@@ -42,6 +42,48 @@ type controllerEnv struct {
 	t   *testing.T
 	c   client.Client
 	ctl *Controller
+	rec *record.FakeRecorder
+	// statusWrites counts the status patches sent.
+	statusWrites int
+}
+
+// events drains the events recorded so far.
+func (e *controllerEnv) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.rec.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+// reconcile runs one reconcile without changing anything, fails the test if it writes the
+// status, and returns the setting's resourceVersion before and after it.
+func (e *controllerEnv) reconcile() (before, after string) {
+	e.t.Helper()
+	ctx := context.Background()
+	s := &v1beta1.Setting{}
+	key := client.ObjectKey{Name: v1beta1.MigrationNetwork}
+	if err := e.c.Get(ctx, key, s); err != nil {
+		e.t.Fatal(err)
+	}
+	before = s.ResourceVersion
+	writes := e.statusWrites
+	defer func() {
+		if e.statusWrites != writes {
+			e.t.Errorf("a reconcile with nothing to do sent %d status writes", e.statusWrites-writes)
+		}
+	}()
+	if _, err := e.ctl.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.c.Get(ctx, key, s); err != nil {
+		e.t.Fatal(err)
+	}
+	return before, s.ResourceVersion
 }
 
 func newControllerEnv(t *testing.T, objs ...client.Object) *controllerEnv {
@@ -54,9 +96,15 @@ func newControllerEnv(t *testing.T, objs ...client.Object) *controllerEnv {
 	}
 	kv := &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: "kubevirt"}}
 	s := &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationNetwork}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1beta1.Setting{}).
-		WithObjects(append([]client.Object{kv, s}, objs...)...).Build()
-	return &controllerEnv{t: t, c: c, ctl: &Controller{Client: c, Recorder: record.NewFakeRecorder(100), KubeVirtNamespace: "kubevirt"}}
+	e := &controllerEnv{t: t, rec: record.NewFakeRecorder(100)}
+	e.c = fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1beta1.Setting{}).
+		WithObjects(append([]client.Object{kv, s}, objs...)...).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			e.statusWrites++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	e.ctl = &Controller{Client: e.c, Recorder: e.rec, KubeVirtNamespace: "kubevirt"}
+	return e
 }
 
 // set stores value in the setting and reconciles it.
@@ -144,8 +192,37 @@ func TestControllerAppliesChangesAndRollsBack(t *testing.T) {
 	e.expect("value B", ctlNADB, []string{"storage", ctlNADB}, ctlHashB)
 	e.set(ctlValueB) // a second reconcile of the same value changes nothing
 	e.expect("value B again", ctlNADB, []string{"storage", ctlNADB}, ctlHashB)
+	// Compare before every write: nothing changed, so no status write and no event.
+	if before, after := e.reconcile(); before != after {
+		t.Errorf("a reconcile with nothing to do wrote the setting (resourceVersion %s → %s)", before, after)
+	}
 	e.set("")
 	e.expect("cleared", "", []string{"storage"}, "")
+	want := []string{
+		"Normal Applied KubeVirt migrations.network points at " + ctlNADA,
+		"Normal Applied KubeVirt migrations.network points at " + ctlNADB,
+		"Normal Disabled migration network disabled: migrations use the pod network",
+	}
+	if got := e.events(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("events %q, want %q (one per newly applied value, none when nothing changed)", got, want)
+	}
+}
+
+// TestControllerReportsAnInvalidValue: a value that bypassed admission is reported, not applied.
+func TestControllerReportsAnInvalidValue(t *testing.T) {
+	e := newControllerEnv(t)
+	e.set(`{"clusterNetwork":"migration","range":`)
+	s := &v1beta1.Setting{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionConfigured)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonInvalidValue || s.Status.Summary != "invalid" {
+		t.Errorf("Configured %+v, summary %q; want False/%s and summary invalid", c, s.Status.Summary, ReasonInvalidValue)
+	}
+	if ev := e.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+ReasonInvalidValue+" ") {
+		t.Errorf("events %q, want one Warning %s", ev, ReasonInvalidValue)
+	}
 }
 
 // TestControllerReportsAFailedStep: when patching the KubeVirt CR fails, Reconcile returns the
@@ -178,6 +255,9 @@ func TestControllerReportsAFailedStep(t *testing.T) {
 	c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionConfigured)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonKubeVirtFailed || s.Status.AppliedHash != "" {
 		t.Errorf("Configured = %+v, appliedHash %q; want False/%s and nothing applied", c, s.Status.AppliedHash, ReasonKubeVirtFailed)
+	}
+	if ev := e.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+ReasonKubeVirtFailed+" ") {
+		t.Errorf("events %q, want one Warning %s", ev, ReasonKubeVirtFailed)
 	}
 }
 
