@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -122,6 +123,17 @@ func TestSettingChangeRefusedWithMigrationsInFlight(t *testing.T) {
 	}
 	if causes := err.(apierrors.APIStatus).Status().Details.Causes; len(causes) != 1 || causes[0].Field != "value" {
 		t.Errorf("causes = %+v, want one on value", causes)
+	}
+	if !strings.Contains(err.Error(), "while 1 migration(s) are in progress ("+testNS+"/running): changing it") {
+		t.Errorf("message %q does not name exactly the one migration", err)
+	}
+	// Seven in flight: five named, the rest counted.
+	r.migrations = nil
+	for i := range 7 {
+		r.migrations = append(r.migrations, *vmim(fmt.Sprintf("m%d", i), testVMI, kubevirtv1.MigrationRunning))
+	}
+	if _, err := v.ValidateUpdate(context.Background(), old, changed); err == nil || !strings.Contains(err.Error(), testNS+"/m4 and 2 more)") {
+		t.Errorf("seven in flight: %v, want five named and 2 more", err)
 	}
 	relabelled := changed.DeepCopy()
 	relabelled.Labels = map[string]string{"team": "net"}
