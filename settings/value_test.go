@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -210,6 +211,22 @@ func TestSummary(t *testing.T) {
 	for raw, want := range tests {
 		if got := mustParse(t, raw).Summary(); got != want {
 			t.Errorf("Summary(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestShorten: echoed input is cut to at most maxShown (80) bytes on a rune boundary, marked
+// with "…"; input of exactly 80 bytes is echoed whole.
+func TestShorten(t *testing.T) {
+	a80 := strings.Repeat("a", 80)
+	for _, tc := range []struct{ s, want string }{
+		{a80, a80},
+		{a80 + "b", a80 + "…"},
+		{strings.Repeat("a", 79) + "€", strings.Repeat("a", 79) + "…"}, // € would straddle byte 80
+		{strings.Repeat("\x80", 81), "…"},                              // no rune start at all
+	} {
+		if got := shorten(tc.s); got != tc.want {
+			t.Errorf("shorten(%q) = %q, want %q", tc.s, got, tc.want)
 		}
 	}
 }
