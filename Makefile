@@ -3,6 +3,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 GOLANGCI_LINT_VERSION ?= v2.15.0
+GREMLINS_VERSION ?= v0.6.0
 CONTROLLER_GEN = $(shell bash test/tools/build.sh controller-gen)
 UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
 INTEGRATION_TIMEOUT ?= 30m
@@ -12,7 +13,7 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: all build dev test test-unit test-integration bench lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image clean
+.PHONY: all build dev test test-unit test-integration mutate bench lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image clean
 
 all: build
 
@@ -45,6 +46,9 @@ test-integration: ## Ginkgo suites against the real local control plane
 	mkdir -p $(RESULTS)
 	set -o pipefail; MIGRANET_TEST_RESULTS=$(abspath $(RESULTS)) \
 	  $(GO) test -json -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/... | $(SUMMARY) stream $(RESULTS)/integration.json
+
+mutate: ## not in make test: each known bug in test/mutate/bugs must fail its test; gremlins mutation scores of settings, netcontroller, webhook
+	GO=$(GO) GREMLINS_VERSION=$(GREMLINS_VERSION) bash test/mutate/run.sh all
 
 bench: ## one summary line per measure, with ratios against same-run baselines
 	$(GO) run ./test/bench

@@ -129,6 +129,13 @@ func TestNearFull(t *testing.T) {
 			t.Errorf("nearFull(5 usable, %d used) = %v, want %v", used, got, want)
 		}
 	}
+	// 10.0.0.0/27: 30 usable; 3 free is exactly 10 %, not below it.
+	m = parse(t, `{"clusterNetwork":"migration","range":"10.0.0.0/27"}`)
+	for used, want := range map[int64]bool{27: false, 28: true} {
+		if got := nearFull(m, used); got != want {
+			t.Errorf("nearFull(30 usable, %d used) = %v, want %v", used, got, want)
+		}
+	}
 }
 
 // TestNextPoolCheck: when the current pool is looked at for leaks.

@@ -21,7 +21,10 @@ import (
 func observeInto(t *testing.T, m *Metrics, value string, pods ...*corev1.Pod) []metav1.Condition {
 	t.Helper()
 	mn := parse(t, value)
-	s := &v1beta1.Setting{Value: value, Status: v1beta1.SettingStatus{AppliedHash: mn.Hash()}}
+	s := &v1beta1.Setting{Value: value}
+	if value == valueA {
+		s.Status.AppliedHash = hashA
+	}
 	in := Input{Namespace: "kubevirt", Nodes: []*corev1.Node{node("n1", nil), node("n2", nil), node("n3", nil)}, Pods: pods}
 	if mn != nil {
 		in.Network, in.Range = "net-a", netip.MustParsePrefix("192.168.100.0/24")
@@ -163,5 +166,70 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 				t.Errorf("events = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRolloutStartIsNormal: a new value starting its rollout (Ready turns False with NotApplied,
+// then NodesNotAttached) is routine and recorded as Normal events, not Warnings.
+// Catches: a Warning event on every rollout start.
+func TestRolloutStartIsNormal(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	r := &Controller{Recorder: rec}
+	s := &v1beta1.Setting{Status: v1beta1.SettingStatus{Conditions: []metav1.Condition{
+		{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady}}}}
+	for _, reason := range []string{ReasonNotApplied, ReasonNodesNotAttached} {
+		c := metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: "m"}
+		r.recordTransitions(s, []metav1.Condition{c})
+		s.Status.Conditions = []metav1.Condition{c}
+	}
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	if want := []string{"Normal NotApplied m", "Normal NodesNotAttached m"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+}
+
+// TestStatusOfFields: the status fields the network controller applies. No node list is an
+// untyped nil (ApplyStatus leaves nil fields out, removing them), never an empty or typed-nil list;
+// a node list is passed as observed.
+func TestStatusOfFields(t *testing.T) {
+	m := parse(t, valueA)
+	nodes := []v1beta1.NodeMigrationStatus{{Name: "n1", IP: "192.168.100.2"}, {Name: "n2", Reason: ReasonNoPod}}
+	_, fields, capacity := statusOf(&Snapshot{}, m, Observation{Nodes: nodes, Used: 1})
+	if got, ok := fields["nodes"].([]v1beta1.NodeMigrationStatus); !ok || len(got) != 2 || got[0].IP != "192.168.100.2" {
+		t.Errorf("nodes field = %#v, want the two observed nodes", fields["nodes"])
+	}
+	// 192.168.100.0/24: 254 usable, 1 used.
+	if capacity == nil || *capacity != (v1beta1.IPCapacity{Usable: 254, Used: 1, Free: 253}) || fields["capacity"] != capacity {
+		t.Errorf("capacity = %+v (field %v), want 254/1/253", capacity, fields["capacity"])
+	}
+	_, fields, capacity = statusOf(&Snapshot{}, nil, Observation{})
+	if fields["nodes"] != nil || fields["capacity"] != nil || capacity != nil {
+		t.Errorf("disabled: fields %#v, capacity %v; want untyped nils", fields, capacity)
+	}
+}
+
+// TestCapacityThreshold: IPCapacity turns low below 10 % free or below 2 free, not at them.
+func TestCapacityThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		rng  string
+		used int64
+		want string
+	}{
+		// 10.0.0.0/27: 30 usable. 3 free is exactly 10 %.
+		{"10.0.0.0/27", 27, ReasonSufficient},
+		{"10.0.0.0/27", 28, ReasonLowCapacity},
+		// 10.0.0.0/28: 14 usable. 2 free is above 10 % and not below 2.
+		{"10.0.0.0/28", 12, ReasonSufficient},
+		{"10.0.0.0/28", 13, ReasonLowCapacity},
+	} {
+		m := parse(t, `{"clusterNetwork":"migration","range":"`+tc.rng+`"}`)
+		cond, c := capacityOf(m, Observation{Used: tc.used})
+		if cond.Reason != tc.want {
+			t.Errorf("%s with %d used (%+v): %s, want %s", tc.rng, tc.used, c, cond.Reason, tc.want)
+		}
 	}
 }

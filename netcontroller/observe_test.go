@@ -119,9 +119,9 @@ func TestJudgeAndCapacity(t *testing.T) {
 		{"disabled, KubeVirt updating", "", "", "True", "UpdateInProgress", Observation{}, false, ReasonKubeVirtNotReady},
 		{"invalid stored value", "{", "", "True", KubeVirtReadyReason, Observation{}, false, ReasonInvalidValue},
 		{"not applied yet", valueA, "", "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, false, ReasonNotApplied},
-		{"nodes still rolling", valueA, hashA(t), "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 2}, false, ReasonNodesNotAttached},
-		{"attached but KubeVirt not available", valueA, hashA(t), "False", "DeploymentInProgress", Observation{Eligible: 3, Attached: 3}, false, ReasonKubeVirtNotReady},
-		{"ready", valueA, hashA(t), "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, true, ReasonReady},
+		{"nodes still rolling", valueA, hashA, "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 2}, false, ReasonNodesNotAttached},
+		{"attached but KubeVirt not available", valueA, hashA, "False", "DeploymentInProgress", Observation{Eligible: 3, Attached: 3}, false, ReasonKubeVirtNotReady},
+		{"ready", valueA, hashA, "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, true, ReasonReady},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,5 +159,40 @@ func TestJudgeAndCapacity(t *testing.T) {
 		if cond.Status != tc.status || c.Free != tc.free || c.Used != tc.used {
 			t.Errorf("capacityOf(%s, used %d) = %s free %d, want %s free %d (%s)", tc.rng, tc.used, cond.Status, c.Free, tc.status, tc.free, cond.Message)
 		}
+	}
+}
+
+// TestMigrationAddr reads the address from the network-status entry of interface migration0 only.
+// Catches: the interface name not required (the pod network's or another attachment's address
+// taken for the migration address).
+func TestMigrationAddr(t *testing.T) {
+	cases := []struct {
+		name, status string
+		want         string // "" for none
+	}{
+		{"migration0 after the pod network", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
+			`{"name":"kubevirt/net-a","interface":"migration0","ips":["192.168.100.7"]}]`, "192.168.100.7"},
+		{"another attachment in the range, no migration0", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
+			`{"name":"kubevirt/other","interface":"net1","ips":["192.168.100.8"]}]`, ""},
+		{"migration0 without addresses", `[{"name":"pod","interface":"eth0","ips":["192.168.100.9"],"default":true},` +
+			`{"name":"kubevirt/net-a","interface":"migration0"}]`, ""},
+		{"an unparsable address is skipped", `[{"name":"kubevirt/net-a","interface":"migration0","ips":["nope","192.168.100.10"]}]`, "192.168.100.10"},
+		{"not JSON", `[{`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := handlerPod("h", "n1", "net-a@migration0", "", true)
+			p.Annotations["k8s.v1.cni.cncf.io/network-status"] = tc.status
+			got, ok := migrationAddr(p)
+			if tc.want == "" {
+				if ok {
+					t.Errorf("migrationAddr = %s, want none", got)
+				}
+				return
+			}
+			if !ok || got != netip.MustParseAddr(tc.want) {
+				t.Errorf("migrationAddr = %s (%v), want %s", got, ok, tc.want)
+			}
+		})
 	}
 }

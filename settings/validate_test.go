@@ -249,3 +249,23 @@ func TestEligibleAndHasClusterNetwork(t *testing.T) {
 		t.Errorf("EligibleNodes = %v", got)
 	}
 }
+
+// TestExcludeErrorsInIndexOrder: exclude errors come in the order of the entries they are about,
+// though overlaps are found after the per-entry checks (the API returns the causes in this order).
+func TestExcludeErrorsInIndexOrder(t *testing.T) {
+	rng, errs := validateRange("10.0.0.0/24", field.NewPath("value", "range"))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// [0] and [1] overlap (reported on [1]); [2] is outside the range; [10] too.
+	excl := []string{"10.0.0.0/25", "10.0.0.0/26", "10.9.9.9", "10.0.0.200", "x", "10.0.0.210", "10.0.0.220", "10.0.0.230", "10.0.0.240", "10.0.0.250", "10.9.9.10"}
+	_, _, errs = validateExcludes(excl, rng, field.NewPath("value", "exclude"))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Field)
+	}
+	want := []string{"value.exclude[1]", "value.exclude[2]", "value.exclude[4]", "value.exclude[10]"}
+	if strings.Join(want, " ") != strings.Join(got, " ") {
+		t.Errorf("error fields %q, want %q", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -142,8 +143,12 @@ func TestHashInvariance(t *testing.T) {
 		}
 		hashes[name] = want
 	}
-	// Any semantic change changes the hash.
+	// Anchored outside migranet: printf '%s' "$validValue" | sha256sum (validValue is canonical).
 	base := mustParse(t, validValue).Hash()
+	if base != "d37a915f8284b3de95dc96b6c15f56d662a0e493c55db7dd64148f97962a9fa1" {
+		t.Errorf("hash of %s = %s, want the SHA-256 of its canonical JSON", validValue, base)
+	}
+	// Any semantic change changes the hash.
 	for _, raw := range []string{
 		`{"clusterNetwork":"migration","vlan":101,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`,
 		`{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.2/32"],"mtu":9000}`,
@@ -178,6 +183,25 @@ func TestCanonical(t *testing.T) {
 	}
 }
 
+// TestCanonicalUnparsableOrder: every order of the same excludes, parsable or not, has one
+// canonical form (written here by hand: parsed ones by address, then the rest as text).
+// Catches: unparsable entries kept in the order written, or sorted before the parsed ones.
+func TestCanonicalUnparsableOrder(t *testing.T) {
+	const want = `{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24","exclude":["10.0.0.0/30","10.0.0.9/32","aa","zz"]}`
+	perms := [][]string{
+		{"zz", "10.0.0.9", "aa", "10.0.0.0/30"},
+		{"aa", "zz", "10.0.0.0/30", "10.0.0.9/32"},
+		{"10.0.0.9", "zz", "10.0.0.0/30", "aa"},
+		{"10.0.0.0/30", "10.0.0.9", "aa", "zz"},
+	}
+	for _, p := range perms {
+		m := &MigrationNetwork{ClusterNetwork: "m", Range: "10.0.0.0/24", Exclude: p}
+		if got := string(m.Canonical()); got != want {
+			t.Errorf("Canonical() of excludes %q = %s, want %s", p, got, want)
+		}
+	}
+}
+
 func TestSummary(t *testing.T) {
 	tests := map[string]string{
 		validValue: "migration vlan 100 192.168.100.0/24 (-1) mtu 9000",
@@ -187,6 +211,22 @@ func TestSummary(t *testing.T) {
 	for raw, want := range tests {
 		if got := mustParse(t, raw).Summary(); got != want {
 			t.Errorf("Summary(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestShorten: echoed input is cut to at most maxShown (80) bytes on a rune boundary, marked
+// with "…"; input of exactly 80 bytes is echoed whole.
+func TestShorten(t *testing.T) {
+	a80 := strings.Repeat("a", 80)
+	for _, tc := range []struct{ s, want string }{
+		{a80, a80},
+		{a80 + "b", a80 + "…"},
+		{strings.Repeat("a", 79) + "€", strings.Repeat("a", 79) + "…"}, // € would straddle byte 80
+		{strings.Repeat("\x80", 81), "…"},                              // no rune start at all
+	} {
+		if got := shorten(tc.s); got != tc.want {
+			t.Errorf("shorten(%q) = %q, want %q", tc.s, got, tc.want)
 		}
 	}
 }

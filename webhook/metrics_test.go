@@ -26,9 +26,10 @@ import (
 // memReader answers the reads MigrationValidator makes, from a few objects held in memory: it
 // stands in for the informer cache, which only the integration suite runs for real.
 type memReader struct {
-	vmis     map[string]*kubevirtv1.VirtualMachineInstance
-	kv       *kubevirtv1.KubeVirt
-	settings map[string]*v1beta1.Setting
+	vmis       map[string]*kubevirtv1.VirtualMachineInstance
+	kv         *kubevirtv1.KubeVirt
+	settings   map[string]*v1beta1.Setting
+	migrations []kubevirtv1.VirtualMachineInstanceMigration
 }
 
 func (r *memReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -50,9 +51,12 @@ func (r *memReader) Get(_ context.Context, key client.ObjectKey, obj client.Obje
 func (r *memReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
 	switch l := list.(type) {
 	case *kubevirtv1.VirtualMachineInstanceMigrationList:
-		l.Items = nil
+		l.Items = r.migrations
 	case *kubevirtv1.KubeVirtList:
-		l.Items = []kubevirtv1.KubeVirt{*r.kv}
+		l.Items = nil
+		if r.kv != nil {
+			l.Items = []kubevirtv1.KubeVirt{*r.kv}
+		}
 	default:
 		return fmt.Errorf("memReader cannot list %T", list)
 	}

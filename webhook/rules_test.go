@@ -297,6 +297,9 @@ func TestEvaluateCreate(t *testing.T) {
 			}
 		}, want: []want{deny(vmiRule, fieldVMIName, "already has a migration in flight: VirtualMachineInstanceMigration a-new is Pending (and 1 more)",
 			"wait until it has Succeeded or Failed")}},
+		{name: "one migration in flight", modify: func(in *CreateInput) {
+			in.OtherMigrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim("b-running", testVMI, kubevirtv1.MigrationRunning)}
+		}, want: []want{deny(vmiRule, fieldVMIName, "VirtualMachineInstanceMigration b-running is Running; wait until")}},
 		{name: "finished, unrelated and self migrations pass", modify: func(in *CreateInput) {
 			other := vmim("elsewhere", testVMI, kubevirtv1.MigrationRunning)
 			other.Namespace = "other"
@@ -368,6 +371,17 @@ func TestFeasibleTargetMessage(t *testing.T) {
 	}
 	if d := gocmp.Diff(wantMsg, got[0].Message); d != "" {
 		t.Errorf("message (-want +got):\n%s", d)
+	}
+
+	// No nodeSelector and no addedNodeSelector: those filters are not in force and not named,
+	// though the set empties at a later one (KubeVirt's nodePlacement).
+	in = baseCreate()
+	in.KubeVirt = readyKubeVirt()
+	in.KubeVirt.Spec.Workloads = &kubevirtv1.ComponentConfig{NodePlacement: &kubevirtv1.NodePlacement{NodeSelector: map[string]string{"virt": "yes"}}}
+	got = EvaluateCreate(in)
+	if len(got) != 1 || strings.Contains(got[0].Message, "nodeSelector {") || strings.Contains(got[0].Message, "spec.addedNodeSelector {") ||
+		!strings.Contains(got[0].Message, "virt: yes") {
+		t.Errorf("decisions %+v: want one naming KubeVirt's nodePlacement {virt: yes} and no selector filter that is not in force", got)
 	}
 }
 

@@ -70,12 +70,6 @@ func kubeVirtNetwork(ctx context.Context) string {
 	return settings.MigrationNetworkOf(kv)
 }
 
-func expectedNAD(value string) string {
-	m, errs := settings.ParseMigrationNetwork(value, nil)
-	ExpectWithOffset(1, errs).To(BeEmpty())
-	return settings.NADName(m.Hash())
-}
-
 // resetToPodNetwork clears the setting and waits until the cluster is back on the pod network
 // with no managed NAD left.
 func resetToPodNetwork(ctx context.Context) {
@@ -192,7 +186,7 @@ var _ = Describe("the settings and network controllers", func() {
 	It("puts the KubeVirt CR back when its migrations.network is changed by hand", func(ctx context.Context) {
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
-		setMigrationNetwork(ctx, "someone-elses-network")
+		f.SetKubeVirtMigrationNetwork(ctx, "someone-elses-network")
 		Eventually(kubeVirtNetwork).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(expectedNAD(net24)))
 		waitReady(ctx, netcontroller.ReasonReady)
 	})

@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/migranet/migranet/netcontroller"
-	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/framework"
 )
@@ -36,12 +35,6 @@ func expectConverged(ctx context.Context, value string) {
 	if value != "" {
 		ExpectWithOffset(1, setting(ctx).Status.AppliedHash).To(Equal(mustHash(value)))
 	}
-}
-
-func mustHash(value string) string {
-	m, errs := settings.ParseMigrationNetwork(value, nil)
-	ExpectWithOffset(2, errs).To(BeEmpty())
-	return m.Hash()
 }
 
 var _ = Describe("convergence under pressure", func() {

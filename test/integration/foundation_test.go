@@ -76,21 +76,13 @@ value: 5
 	// put the CR back in line with the (empty) setting.
 	Context("when the KubeVirt CR's migrations.network is set by hand, without migranet", Ordered, func() {
 		const nadName = "hand-made-migration"
-		BeforeAll(func() { f.StopReplicas() })
-		AfterAll(func(ctx context.Context) {
-			Expect(f.StartReplicas(ctx)).To(Succeed())
-			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
-			setMigrationNetwork(ctx, "")
-			Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
-			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &nadv1.NetworkAttachmentDefinition{
-				ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName}}))).To(Succeed())
-		})
+		framework.WithoutMigranet(&f, nadName)
 
 		// v1.8.4's virt-operator takes its updating branch for a changed deployment config
 		// (sim.SyncConditions): Available stays True, with reason UpdateInProgress, until every
 		// virt-handler pod runs the new template and is ready.
 		It("leaves KubeVirt updating (Available, not AllComponentsReady) while the NAD is missing, as in a real cluster", func(ctx context.Context) {
-			setMigrationNetwork(ctx, nadName)
+			f.SetKubeVirtMigrationNetwork(ctx, nadName)
 			Eventually(kubeVirtCondition).WithContext(ctx).WithArguments(kubevirtv1.KubeVirtConditionProgressing).
 				WithTimeout(framework.Short).Should(Equal("True/" + sim.ReasonUpdating))
 			Consistently(kubeVirtCondition).WithContext(ctx).WithArguments(kubevirtv1.KubeVirtConditionAvailable).
@@ -133,15 +125,6 @@ value: 5
 		})
 	})
 })
-
-func setMigrationNetwork(ctx context.Context, name string) {
-	patch := `{"spec":{"configuration":{"migrations":{"network":null}}}}`
-	if name != "" {
-		patch = fmt.Sprintf(`{"spec":{"configuration":{"migrations":{"network":%q}}}}`, name)
-	}
-	_, stderr, err := f.Kubectl("", "patch", "kubevirt", "-n", cluster.KubeVirtNamespace, cluster.KubeVirtName, "--type", "merge", "-p", patch)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), stderr)
-}
 
 // kubeVirtCondition returns "<status>/<reason>" of a KubeVirt CR condition.
 func kubeVirtCondition(ctx context.Context, typ kubevirtv1.KubeVirtConditionType) string {

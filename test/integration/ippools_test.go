@@ -61,7 +61,7 @@ var _ = Describe("whereabouts allocations leaked by vanished virt-handlers", fun
 	// releasing the address of a virt-handler the manager's cache has not seen yet (its
 	// replacement allocates while the old pod's deletion is being handled).
 	It("releases them from the current pool, so replacements get addresses, and leaves another namespace's alone", func(ctx context.Context) {
-		const small = `{"clusterNetwork":"migration","range":"10.89.0.0/29","exclude":["10.89.0.1"]}` // 5 usable: 3 nodes + 2
+		const small = smallRange
 		const poolName = "10.89.0.0-29"
 		rng := netip.MustParsePrefix("10.89.0.0/29")
 		setValue(ctx, small)
@@ -148,28 +148,20 @@ var _ = Describe("the Multus simulator's whereabouts state, without migranet", O
 	const poolName = "10.90.0.0-29"
 	// 10.90.0.0/29 minus the network, last, and excluded addresses: .4, .5, .6 — one per node.
 	rng := netip.MustParsePrefix("10.90.0.0/29")
+	framework.WithoutMigranet(&f, nadName)
 	BeforeAll(func(ctx context.Context) {
-		f.StopReplicas()
 		Expect(f.Client.Create(ctx, &nadv1.NetworkAttachmentDefinition{
 			ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName},
 			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"bridge","bridge":"migration-br",` +
 				`"ipam":{"type":"whereabouts","range":"10.90.0.0/29","exclude":["10.90.0.1/32","10.90.0.2/31"]}}`},
 		})).To(Succeed())
 	})
-	AfterAll(func(ctx context.Context) {
-		Expect(f.StartReplicas(ctx)).To(Succeed())
-		Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
-		setMigrationNetwork(ctx, "")
-		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
-		Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &nadv1.NetworkAttachmentDefinition{
-			ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nadName}}))).To(Succeed())
-	})
 
 	// Fault caught: a simulator whose pool differs from whereabouts' (name, range, offset keys,
 	// entry fields, lowest free offset), which would let migranet's pool handling pass here and
 	// fail on a real cluster.
 	It("writes the range's IPPool as whereabouts does", func(ctx context.Context) {
-		setMigrationNetwork(ctx, nadName)
+		f.SetKubeVirtMigrationNetwork(ctx, nadName)
 		Eventually(func(g Gomega) {
 			now := virtHandlers(ctx)
 			g.Expect(now).To(HaveLen(3))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -278,23 +279,31 @@ var _ = Describe("observability", func() {
 			Expect(after[key]).To(BeNumerically(">", before[key]), key)
 		}
 
-		By("the gauges agree with the setting's status")
+		By("the gauges agree with what the spec counts itself: virt-handlers, their addresses, the pool")
+		rng := netip.MustParsePrefix("192.168.100.0/24")
 		Eventually(func(g Gomega) {
-			m, st := metrics(ctx), setting(ctx).Status
-			g.Expect(st.Capacity).NotTo(BeNil())
-			attached := 0
-			for _, n := range st.Nodes {
-				if n.Reason == "" {
+			m := metrics(ctx)
+			// Every node runs a virt-handler here (no witness, no nodePlacement): one per eligible node.
+			handlers, attached := 0, 0
+			for _, p := range virtHandlers(ctx) {
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				handlers++
+				if ip := migrationIP(&p); podReady(&p) && rng.Contains(ip) {
 					attached++
 				}
 			}
+			allocs, err := poolAllocations(ctx, "192.168.100.0-24")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(attached).To(Equal(handlers), "rolled out")
 			g.Expect(m).To(HaveKeyWithValue(netcontroller.MetricReady, 1.0))
 			g.Expect(m).To(HaveKeyWithValue(netcontroller.MetricConfigured, 1.0))
-			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricNodes, "state", "eligible"), float64(len(st.Nodes))))
+			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricNodes, "state", "eligible"), float64(handlers)))
 			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricNodes, "state", "attached"), float64(attached)))
-			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricAddresses, "kind", "usable"), float64(st.Capacity.Usable)))
-			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricAddresses, "kind", "used"), float64(st.Capacity.Used)))
-			g.Expect(st.Capacity.Usable).To(BeEquivalentTo(253), "192.168.100.0/24 minus network, broadcast and one exclude")
+			// 192.168.100.0/24 minus network, broadcast and the one exclude: 256-3.
+			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricAddresses, "kind", "usable"), 253.0))
+			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricAddresses, "kind", "used"), float64(len(allocs))))
 			g.Expect(attached).To(BeNumerically(">", 0))
 		}).WithTimeout(framework.Short).Should(Succeed())
 

@@ -1,0 +1,191 @@
+package netcontroller
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// poolAPI stands in for the API server's whereabouts IPPools and pods (only the calls the
+// cleanup makes) and records what it is asked to delete.
+type poolAPI struct {
+	client.Client // nil: any other call panics
+	pools         []unstructured.Unstructured
+	pods          []string // namespace/name of the pods that exist
+	poolLists     int
+	deleted       []string
+	updated       []unstructured.Unstructured
+}
+
+func (a *poolAPI) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("poolAPI cannot get %T", obj)
+	}
+	for _, p := range a.pools {
+		if p.GetNamespace() == key.Namespace && p.GetName() == key.Name {
+			p.DeepCopyInto(u)
+			return nil
+		}
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Group: ipPoolKind.Group, Resource: "ippools"}, key.Name)
+}
+
+func (a *poolAPI) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	a.updated = append(a.updated, *obj.(*unstructured.Unstructured).DeepCopy())
+	return nil
+}
+
+func (a *poolAPI) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	switch l := list.(type) {
+	case *unstructured.UnstructuredList:
+		a.poolLists++
+		l.Items = slices.Clone(a.pools)
+	case *metav1.PartialObjectMetadataList:
+		for _, ref := range a.pods {
+			ns, name := splitRef(ref)
+			if lo.Namespace == "" || lo.Namespace == ns {
+				l.Items = append(l.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			}
+		}
+	default:
+		return fmt.Errorf("poolAPI cannot list %T", list)
+	}
+	return nil
+}
+
+func (a *poolAPI) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
+	a.deleted = append(a.deleted, obj.GetNamespace()+"/"+obj.GetName())
+	return nil
+}
+
+func splitRef(ref string) (string, string) {
+	ns, name, _ := strings.Cut(ref, "/")
+	return ns, name
+}
+
+// ipPool is a whereabouts IPPool in kube-system holding one allocation per podRef.
+func ipPool(name, rng string, podRefs ...string) unstructured.Unstructured {
+	allocs := map[string]any{}
+	for i, ref := range podRefs {
+		allocs[fmt.Sprint(i+1)] = map[string]any{"id": "c" + fmt.Sprint(i), "podref": ref, "ifname": "migration0"}
+	}
+	u := unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"range": rng, "allocations": allocs}}}
+	u.SetGroupVersionKind(ipPoolKind)
+	u.SetNamespace("kube-system")
+	u.SetName(name)
+	return u
+}
+
+func cleanupController(api *poolAPI) *Controller {
+	return &Controller{Client: api, APIReader: api, KubeVirtNamespace: "kubevirt", WhereaboutsNamespace: "kube-system"}
+}
+
+// TestCleanupWaitsForReady: stale pools are looked at only once the rollout is Ready, and once
+// per applied value.
+// Catches: pool cleanup running before the rollout is Ready.
+func TestCleanupWaitsForReady(t *testing.T) {
+	api := &poolAPI{pools: []unstructured.Unstructured{ipPool("10.77.0.0-24", "10.77.0.0/24", "kubevirt/virt-handler-old")}}
+	r := cleanupController(api)
+	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
+	ctx := context.Background()
+	if err := r.cleanOnce(ctx, &Snapshot{Hash: "h1", Reason: ReasonNodesNotAttached}, in); err != nil {
+		t.Fatal(err)
+	}
+	if api.poolLists != 0 || len(api.deleted) != 0 {
+		t.Fatalf("while rolling out: %d pool lists, deleted %q; want none", api.poolLists, api.deleted)
+	}
+	for range 2 {
+		if err := r.cleanOnce(ctx, &Snapshot{Hash: "h1", Ready: true}, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if api.poolLists != 1 || !slices.Equal(api.deleted, []string{"kube-system/10.77.0.0-24"}) {
+		t.Errorf("once Ready, twice: %d pool lists, deleted %q; want 1 list and the old pool", api.poolLists, api.deleted)
+	}
+}
+
+// TestCleanupKeepsOtherNamespacesPools: through the reads the cleanup makes, a pool that any pod
+// of another namespace holds an address in survives, that pod existing or not, and so does one a
+// live virt-handler holds.
+// Catches: whereabouts pools held by pods of other namespaces deleted by the cleanup.
+func TestCleanupKeepsOtherNamespacesPools(t *testing.T) {
+	api := &poolAPI{
+		pools: []unstructured.Unstructured{
+			ipPool("10.77.0.0-24", "10.77.0.0/24", "kubevirt/virt-handler-a", "kubevirt/virt-handler-b"),
+			ipPool("10.76.0.0-24", "10.76.0.0/24", "kubevirt/virt-handler-c"),
+			ipPool("10.78.0.0-24", "10.78.0.0/24", "kubevirt/virt-handler-a", "tenant/web-0"),
+			ipPool("10.79.0.0-24", "10.79.0.0/24", "tenant/gone-0", "kubevirt/virt-handler-a"),
+			ipPool("10.80.0.0-24", "10.80.0.0/24", "tenant/virt-handler-a"),
+			ipPool("10.81.0.0-24", "10.81.0.0/24", "kubevirt/virt-handler-live"),
+			ipPool("192.168.100.0-24", "192.168.100.0/24", "kubevirt/virt-handler-gone"),
+		},
+		pods: []string{"tenant/web-0", "kubevirt/virt-handler-live"},
+	}
+	// More pools mixing a gone virt-handler with a tenant's pod: allocations are a map, so a
+	// cleanup that looks at only some of a pool's holders misses the tenant in at least one of
+	// them but for a chance of 2^-8.
+	for i := range 8 {
+		api.pools = append(api.pools, ipPool(fmt.Sprintf("10.9%d.0.0-24", i), fmt.Sprintf("10.9%d.0.0/24", i), "kubevirt/virt-handler-a", "tenant/db-"+fmt.Sprint(i)))
+	}
+	r := cleanupController(api)
+	if err := r.cleanPools(context.Background(), netip.MustParsePrefix("192.168.100.0/24"), func(string, string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"kube-system/10.77.0.0-24", "kube-system/10.76.0.0-24"}; !slices.Equal(api.deleted, want) {
+		t.Errorf("deleted %q, want %q", api.deleted, want)
+	}
+}
+
+// TestPoolCheckReleasesOnlyGoneVirtHandlers: the first check of a range reads its pool, removes
+// the allocations of virt-handlers that exist neither in the cache nor in the API server (one
+// update), keeps every other one, and counts what the pool holds afterwards in the capacity.
+func TestPoolCheckReleasesOnlyGoneVirtHandlers(t *testing.T) {
+	api := &poolAPI{
+		// keys 1..5 in ipPool's order
+		pools: []unstructured.Unstructured{ipPool("192.168.100.0-24", "192.168.100.0/24",
+			"kubevirt/virt-handler-gone", "kubevirt/virt-handler-cached", "kubevirt/virt-handler-new", "tenant/gone-0", "kubevirt/virt-launcher-x")},
+		pods: []string{"kubevirt/virt-handler-new"}, // created after the cache's last view
+	}
+	r := cleanupController(api)
+	m := parse(t, valueA)
+	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24"), Pods: []*corev1.Pod{handlerPod("virt-handler-cached", "n1", "", "", true)}}
+	obs := Observation{Used: 1}
+	requeue, err := r.checkPool(context.Background(), m, in, &obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(api.updated) != 1 {
+		t.Fatalf("%d pool updates, want 1", len(api.updated))
+	}
+	left, _, _ := unstructured.NestedMap(api.updated[0].Object, "spec", "allocations")
+	var refs []string
+	for _, v := range left {
+		refs = append(refs, v.(map[string]any)["podref"].(string))
+	}
+	slices.Sort(refs)
+	if want := []string{"kubevirt/virt-handler-cached", "kubevirt/virt-handler-new", "kubevirt/virt-launcher-x", "tenant/gone-0"}; !slices.Equal(refs, want) {
+		t.Errorf("allocations left %q, want %q", refs, want)
+	}
+	if obs.Used != 4 {
+		t.Errorf("used = %d, want the 4 allocations the pool holds", obs.Used)
+	}
+	if requeue != PoolCheckInterval {
+		t.Errorf("next check in %v, want %v (254 usable, 4 used: not near full)", requeue, PoolCheckInterval)
+	}
+	// Nothing vanished since: the next reconcile reads no pool.
+	if _, err := r.checkPool(context.Background(), m, in, &Observation{}); err != nil || len(api.updated) != 1 {
+		t.Errorf("second check: %v, %d updates; want none", err, len(api.updated))
+	}
+}
