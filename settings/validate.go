@@ -47,6 +47,16 @@ func ValidateMigrationNetwork(m *MigrationNetwork, cl *Cluster, fld *field.Path)
 	errs = append(errs, validateVLAN(m.VLAN, fld.Child(keyVLAN))...)
 	rng, rerrs := validateRange(m.Range, rangePath)
 	errs = append(errs, rerrs...)
+	if rng.usable {
+		uerr, uwarn := checkUnicast(rng.prefix, m.Range, rangePath)
+		if uerr != nil {
+			rng.clean = false
+			errs = append(errs, uerr)
+		}
+		if uwarn != "" {
+			warnings = append(warnings, uwarn)
+		}
+	}
 	errs = append(errs, validateMTU(m.MTU, rng, fld.Child(keyMTU))...)
 	excl, countable, eerrs := validateExcludes(m.Exclude, rng, fld.Child(keyExclude))
 	errs = append(errs, eerrs...)
