@@ -11,7 +11,9 @@ import (
 // at its first and last address, the same just outside it, and wider ranges that contain it.
 func TestRangeUnicast(t *testing.T) {
 	const suggestion = `e.g. "192.168.100.0/24" or "fd00:100::/64"`
-	refused := func(blocks ...string) []string { return append(blocks, "no node can own for unicast traffic", suggestion) }
+	refused := func(blocks ...string) []string {
+		return append(blocks, "no node can own for unicast traffic", suggestion)
+	}
 	tests := []struct {
 		rng  string
 		bad  []string // substrings of the value.range error; nil = no error
