@@ -91,9 +91,9 @@ func verdict(vmim *kubevirtv1.VirtualMachineInstanceMigration, ds []Decision, ca
 			if path == "" {
 				path = "spec.vmiName"
 			}
-			errs = append(errs, field.Forbidden(field.NewPath(path), fmt.Sprintf("migranet %s: %s", d.Rule, d.Message)))
+			errs = append(errs, field.Forbidden(field.NewPath(path), settings.ShortenMessage(fmt.Sprintf("migranet %s: %s", d.Rule, d.Message))))
 		case d.Warn:
-			warnings = append(warnings, fmt.Sprintf("migranet %s: %s", d.Rule, d.Message))
+			warnings = append(warnings, settings.ShortenMessage(fmt.Sprintf("migranet %s: %s", d.Rule, d.Message)))
 		}
 	}
 	if len(errs) == 0 {
@@ -101,9 +101,9 @@ func verdict(vmim *kubevirtv1.VirtualMachineInstanceMigration, ds []Decision, ca
 	}
 	if cancel {
 		return warnings, apierrors.NewForbidden(kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations").GroupResource(),
-			vmim.Name, errs.ToAggregate())
+			settings.ShortenName(vmim.Name), errs.ToAggregate())
 	}
-	return warnings, apierrors.NewInvalid(vmimKind, vmim.Name, errs)
+	return warnings, apierrors.NewInvalid(vmimKind, settings.ShortenName(vmim.Name), errs)
 }
 
 // createInput gathers, from the cache only, what the create rules look at.

@@ -74,7 +74,7 @@ func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (
 	for i := range kvs.Items {
 		if err := ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(&kvs.Items[i])); err != nil {
 			v.Metrics.count(WebhookNAD, RuleActiveNetwork, ResultDenied)
-			return nil, apierrors.NewForbidden(nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions").GroupResource(), nad.Name, err)
+			return nil, apierrors.NewForbidden(nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions").GroupResource(), settings.ShortenName(nad.Name), err)
 		}
 	}
 	v.Metrics.count(WebhookNAD, RuleNone, ResultAllowed)

@@ -256,7 +256,7 @@ func KubeVirtUpdateWarnings(oldKV, newKV *kubevirtv1.KubeVirt, wantNetwork strin
 	if wantNetwork == "" {
 		back = "unset it again (the setting is empty: migrations use the pod network)"
 	}
-	gotText := fmt.Sprintf("%q", got)
+	gotText := fmt.Sprintf("%q", settings.ShortenName(got))
 	if got == "" {
 		gotText = "unset"
 	}

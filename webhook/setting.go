@@ -69,7 +69,7 @@ func (v *SettingValidator) ValidateDelete(_ context.Context, obj runtime.Object)
 		return nil, nil
 	}
 	v.Metrics.count(WebhookSetting, RuleOwnedSetting, ResultDenied)
-	return nil, apierrors.NewForbidden(v1beta1.GroupVersion.WithResource("settings").GroupResource(), s.Name,
+	return nil, apierrors.NewForbidden(v1beta1.GroupVersion.WithResource("settings").GroupResource(), settings.ShortenName(s.Name),
 		fmt.Errorf("migranet owns this setting and recreates it; to go back to the default, clear its value instead: "+
 			`kubectl patch settings.migranet.io %s --type merge -p '{"value":""}'`, s.Name))
 }
@@ -95,7 +95,7 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 	}
 	if len(errs) > 0 {
 		v.Metrics.count(WebhookSetting, rule, ResultDenied)
-		return warnings, apierrors.NewInvalid(settingKind, s.Name, errs)
+		return warnings, apierrors.NewInvalid(settingKind, settings.ShortenName(s.Name), errs)
 	}
 	v.Metrics.simple(WebhookSetting, RuleSettingValue, warnings, nil)
 	return warnings, nil
