@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -56,6 +58,9 @@ func (s *nodeSnapshot) get() []*corev1.Node {
 					nodes = append(nodes, n)
 				}
 			}
+			// Name order: admission walks the nodes in a stable order, so a message or the
+			// cost of a review does not depend on the store's map order.
+			slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 			s.nodes.Store(&nodes)
 		}
 		s.mu.Unlock()
