@@ -37,6 +37,8 @@ type MigrationValidator struct {
 	// Recorder receives a Warning event on the VMI of each refused migration; nil records none.
 	Recorder record.EventRecorder
 	settings settingsMemo
+	// nodeState, when set, gives the nodes together with their index (and Nodes is not called).
+	nodeState func() *nodeState
 }
 
 // ValidateCreate refuses a migration that cannot succeed.
@@ -130,7 +132,13 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 	if len(kvs.Items) > 0 {
 		in.KubeVirt = &kvs.Items[0]
 	}
-	in.Nodes = v.Nodes()
+	if v.nodeState != nil {
+		if st := v.nodeState(); st != nil {
+			in.Nodes, in.index = st.nodes, st.index
+		}
+	} else {
+		in.Nodes = v.Nodes()
+	}
 	in.Policy, in.CurrentHash = v.settings.load(ctx, v.Reader)
 	return in, nil
 }

@@ -21,6 +21,20 @@ type NodeLister func() []*corev1.Node
 // swapped atomically. Admission then neither copies 1,000 Nodes into a new list per request (what
 // a cache List does, at ten times the cost of the rules themselves) nor walks the store's map.
 func CachedNodes(ctx context.Context, c cache.Cache) (NodeLister, error) {
+	s, err := newNodeSnapshot(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.get, nil
+}
+
+// nodeState is one immutable view of the nodes and its index.
+type nodeState struct {
+	nodes []*corev1.Node
+	index *nodeIndex
+}
+
+func newNodeSnapshot(ctx context.Context, c cache.Cache) (*nodeSnapshot, error) {
 	inf, err := c.GetInformer(ctx, &corev1.Node{})
 	if err != nil {
 		return nil, err
@@ -37,17 +51,25 @@ func CachedNodes(ctx context.Context, c cache.Cache) (NodeLister, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return s.get, nil
+	return s, nil
 }
 
 type nodeSnapshot struct {
 	store toolscache.Store
 	dirty atomic.Bool
 	mu    sync.Mutex
-	nodes atomic.Pointer[[]*corev1.Node]
+	state atomic.Pointer[nodeState]
 }
 
 func (s *nodeSnapshot) get() []*corev1.Node {
+	if st := s.load(); st != nil {
+		return st.nodes
+	}
+	return nil
+}
+
+// load returns the current nodes and their index, rebuilding both after a node event.
+func (s *nodeSnapshot) load() *nodeState {
 	if s.dirty.Load() {
 		s.mu.Lock()
 		if s.dirty.Swap(false) {
@@ -61,12 +83,9 @@ func (s *nodeSnapshot) get() []*corev1.Node {
 			// Name order: admission walks the nodes in a stable order, so a message or the
 			// cost of a review does not depend on the store's map order.
 			slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-			s.nodes.Store(&nodes)
+			s.state.Store(&nodeState{nodes: nodes, index: newNodeIndex(nodes)})
 		}
 		s.mu.Unlock()
 	}
-	if p := s.nodes.Load(); p != nil {
-		return *p
-	}
-	return nil
+	return s.state.Load()
 }

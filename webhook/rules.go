@@ -66,6 +66,8 @@ type CreateInput struct {
 	Policy *settings.MigrationPolicy
 	// User is the admission request's username.
 	User string
+	// index, when set, is the index of Nodes: a feasible target is then found without walking them.
+	index *nodeIndex
 }
 
 // EvaluateCreate judges a VMIM create against the rules kubevirtReady, networkReady,
@@ -415,6 +417,9 @@ func infeasible(in *CreateInput) (string, string) {
 	}
 	f.vmiLabels, f.addedLabels, f.kvLabels = flatten(f.vmiSel), flatten(f.addedSel), flatten(f.kvSel)
 	source := vmi.Status.NodeName
+	if in.index != nil && in.index.anyFeasible(&f, source) {
+		return "", ""
+	}
 	var failedAt [numStages + 1]int // failedAt[s]: nodes whose first failed filter is s
 	var sourceNode *corev1.Node
 	for _, n := range in.Nodes {

@@ -58,17 +58,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
-	nodes, err := CachedNodes(ctx, cache)
+	snap, err := newNodeSnapshot(ctx, cache)
 	if err != nil {
 		return err
 	}
+	nodes := NodeLister(snap.get)
 	hooks := []struct {
 		obj       runtime.Object
 		validator admission.CustomValidator
 	}{
 		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace,
-			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder}},
+			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder, nodeState: snap.load}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},
 	}
