@@ -15,7 +15,7 @@ import (
 type nodeIndex struct {
 	nodes  []*corev1.Node
 	byName map[string]int
-	base   []uint64         // Ready ∧ schedulable ∧ not a witness
+	base   []uint64           // Ready ∧ schedulable ∧ not a witness
 	labels map[label][]uint64 // nodes carrying key=value
 }
 
