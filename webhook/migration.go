@@ -125,12 +125,8 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 	for i := range others.Items {
 		in.OtherMigrations = append(in.OtherMigrations, &others.Items[i])
 	}
-	kvs := &kubevirtv1.KubeVirtList{}
-	if err := v.Reader.List(ctx, kvs, client.InNamespace(v.KubeVirtNamespace), client.UnsafeDisableDeepCopy); err != nil {
+	if in.KubeVirt, err = settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
-	}
-	if len(kvs.Items) > 0 {
-		in.KubeVirt = &kvs.Items[0]
 	}
 	if v.nodeState != nil {
 		if st := v.nodeState(); st != nil {
@@ -179,11 +175,7 @@ func (m *settingsMemo) load(ctx context.Context, r client.Reader) (*settings.Mig
 	if networkErr != nil {
 		m.hash, m.networkRV = "", ""
 	} else if network.ResourceVersion != m.networkRV {
-		mn, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(network), field.NewPath("value"))
-		m.hash = ""
-		if len(errs) == 0 {
-			m.hash = mn.Hash()
-		}
+		m.hash = settings.EffectiveNetwork(network).Hash
 		m.networkRV = network.ResourceVersion
 	}
 	return m.policy, m.hash
