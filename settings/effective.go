@@ -54,9 +54,21 @@ func KubeVirtCR(ctx context.Context, r client.Reader, namespace string, opts ...
 
 // OldestKubeVirt is the CR in force among items (see KubeVirtCR); nil for none.
 func OldestKubeVirt(items []kubevirtv1.KubeVirt) *kubevirtv1.KubeVirt {
-	var in *kubevirtv1.KubeVirt
+	ptrs := make([]*kubevirtv1.KubeVirt, len(items))
 	for i := range items {
-		kv := &items[i]
+		ptrs[i] = &items[i]
+	}
+	return OldestKubeVirtOf(ptrs)
+}
+
+// OldestKubeVirtOf is OldestKubeVirt over pointers (an informer store's objects); nil entries are
+// skipped.
+func OldestKubeVirtOf(kvs []*kubevirtv1.KubeVirt) *kubevirtv1.KubeVirt {
+	var in *kubevirtv1.KubeVirt
+	for _, kv := range kvs {
+		if kv == nil {
+			continue
+		}
 		if in == nil || kv.CreationTimestamp.Before(&in.CreationTimestamp) ||
 			kv.CreationTimestamp.Equal(&in.CreationTimestamp) && strings.Compare(kv.Name, in.Name) < 0 {
 			in = kv

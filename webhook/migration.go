@@ -37,8 +37,23 @@ type MigrationValidator struct {
 	// Recorder receives a Warning event on the VMI of each refused migration; nil records none.
 	Recorder record.EventRecorder
 	settings settingsMemo
-	// nodeState, when set, gives the nodes together with their index (and Nodes is not called).
-	nodeState func() *nodeState
+	// nodeState, when set, gives the nodes together with their index (and Nodes is not called);
+	// kubeVirt and settingsView, when set, replace the reads of the KubeVirt CR and the settings
+	// through Reader. Setup sets all three from informer stores.
+	nodeState    func() *nodeState
+	kubeVirt     func() *kubeVirtView
+	settingsView func() *settingsView
+}
+
+// policyAndHash returns the migration policy (nil = default) and the migration network's hash.
+func (v *MigrationValidator) policyAndHash(ctx context.Context) (*settings.MigrationPolicy, string) {
+	if v.settingsView != nil {
+		if sv := v.settingsView(); sv != nil {
+			return sv.policy, sv.hash
+		}
+		return nil, ""
+	}
+	return v.settings.load(ctx, v.Reader)
 }
 
 // ValidateCreate refuses a migration that cannot succeed.
@@ -75,7 +90,7 @@ func (v *MigrationValidator) ValidateDelete(ctx context.Context, obj runtime.Obj
 	if err != nil {
 		return v.Metrics.notJudged(WebhookVMIMDelete, fmt.Errorf("reading the cache: %w", err)), nil
 	}
-	policy, _ := v.settings.load(ctx, v.Reader)
+	policy, _ := v.policyAndHash(ctx)
 	ds := EvaluateDelete(DeleteInput{VMIM: vmim, VMI: vmi, Policy: policy})
 	v.Metrics.decided(WebhookVMIMDelete, ds)
 	return verdict(vmim, ds, true)
@@ -125,7 +140,11 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 	for i := range others.Items {
 		in.OtherMigrations = append(in.OtherMigrations, &others.Items[i])
 	}
-	if in.KubeVirt, err = settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy); err != nil {
+	if v.kubeVirt != nil {
+		if kv := v.kubeVirt(); kv != nil {
+			in.KubeVirt = kv.kv
+		}
+	} else if in.KubeVirt, err = settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	if v.nodeState != nil {
@@ -135,7 +154,7 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 	} else {
 		in.Nodes = v.Nodes()
 	}
-	in.Policy, in.CurrentHash = v.settings.load(ctx, v.Reader)
+	in.Policy, in.CurrentHash = v.policyAndHash(ctx)
 	return in, nil
 }
 

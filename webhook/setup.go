@@ -63,13 +63,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	nodes := NodeLister(snap.get)
+	kv, err := newInformed(ctx, cache, &kubevirtv1.KubeVirt{}, deriveKubeVirt(opts.KubeVirtNamespace))
+	if err != nil {
+		return err
+	}
+	sv, err := newInformed(ctx, cache, &v1beta1.Setting{}, deriveSettings)
+	if err != nil {
+		return err
+	}
 	hooks := []struct {
 		obj       runtime.Object
 		validator admission.CustomValidator
 	}{
 		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace,
-			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder, nodeState: snap.load}},
+			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder, nodeState: snap.load,
+			kubeVirt: kv.get, settingsView: sv.get}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},
 	}
