@@ -16,52 +16,69 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// informed is a value derived from one informer's store, recomputed on the first read after an
+// informed is a value derived from an informer's objects, recomputed on the first read after an
 // event of that informer and swapped atomically. Admission reads it with one atomic load: no
-// cache lookup (with its RESTMapper query), no list copy, no lock and no re-parse per request.
+// cache list (with its RESTMapper query and copies), no lock and no re-parse per request.
 type informed[T any] struct {
-	store  toolscache.Store
-	derive func(items []any) *T
+	derive func(ctx context.Context) (*T, error)
 	dirty  atomic.Bool
 	mu     sync.Mutex
 	v      atomic.Pointer[T]
 }
 
-func newInformed[T any](ctx context.Context, c cache.Cache, obj client.Object, derive func([]any) *T) (*informed[T], error) {
+func newInformed[T any](ctx context.Context, c cache.Cache, obj client.Object, derive func(ctx context.Context) (*T, error)) (*informed[T], error) {
 	inf, err := c.GetInformer(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
-	withStore, ok := inf.(interface{ GetStore() toolscache.Store })
-	if !ok {
-		return nil, fmt.Errorf("the %T informer (%T) exposes no store", obj, inf)
-	}
-	i := &informed[T]{store: withStore.GetStore(), derive: derive}
+	i := &informed[T]{derive: derive}
 	i.dirty.Store(true)
 	mark := func(any) { i.dirty.Store(true) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: mark, DeleteFunc: mark, UpdateFunc: func(_, obj any) { mark(obj) },
 	}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("watching %T: %w", obj, err)
 	}
 	return i, nil
 }
 
-func (i *informed[T]) get() *T {
+// get returns the value, deriving it again after an event; a failed derivation is returned as an
+// error and retried on the next read.
+func (i *informed[T]) get(ctx context.Context) (*T, error) {
 	if i.dirty.Load() {
 		i.mu.Lock()
+		defer i.mu.Unlock()
 		if i.dirty.Swap(false) {
-			i.v.Store(i.derive(i.store.List()))
+			v, err := i.derive(ctx)
+			if err != nil {
+				i.dirty.Store(true)
+				return nil, err
+			}
+			i.v.Store(v)
 		}
-		i.mu.Unlock()
 	}
-	return i.v.Load()
+	return i.v.Load(), nil
 }
 
 // settingsView is what admission reads of the two settings.
 type settingsView struct {
 	policy *settings.MigrationPolicy // nil: the default
 	hash   string                    // the migration network's current hash, "" when disabled or invalid
+}
+
+// readSettings derives the settings view from r (the cache).
+func readSettings(r client.Reader) func(ctx context.Context) (*settingsView, error) {
+	return func(ctx context.Context) (*settingsView, error) {
+		list := &v1beta1.SettingList{}
+		if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		items := make([]any, len(list.Items))
+		for i := range list.Items {
+			items[i] = &list.Items[i]
+		}
+		return deriveSettings(items), nil
+	}
 }
 
 func deriveSettings(items []any) *settingsView {
@@ -83,6 +100,17 @@ func deriveSettings(items []any) *settingsView {
 
 // kubeVirtView holds the KubeVirt CR in force (settings.OldestKubeVirtOf), nil for none.
 type kubeVirtView struct{ kv *kubevirtv1.KubeVirt }
+
+// readKubeVirt derives the KubeVirt view from r (the cache).
+func readKubeVirt(r client.Reader, namespace string) func(ctx context.Context) (*kubeVirtView, error) {
+	return func(ctx context.Context) (*kubeVirtView, error) {
+		kv, err := settings.KubeVirtCR(ctx, r, namespace)
+		if err != nil {
+			return nil, err
+		}
+		return &kubeVirtView{kv: kv}, nil
+	}
+}
 
 func deriveKubeVirt(namespace string) func(items []any) *kubeVirtView {
 	return func(items []any) *kubeVirtView {

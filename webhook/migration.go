@@ -41,14 +41,15 @@ type MigrationValidator struct {
 	// kubeVirt and settingsView, when set, replace the reads of the KubeVirt CR and the settings
 	// through Reader. Setup sets all three from informer stores.
 	nodeState    func() *nodeState
-	kubeVirt     func() *kubeVirtView
-	settingsView func() *settingsView
+	kubeVirt     func(context.Context) (*kubeVirtView, error)
+	settingsView func(context.Context) (*settingsView, error)
 }
 
 // policyAndHash returns the migration policy (nil = default) and the migration network's hash.
+// Settings that cannot be read count as absent, as with the reads through Reader.
 func (v *MigrationValidator) policyAndHash(ctx context.Context) (*settings.MigrationPolicy, string) {
 	if v.settingsView != nil {
-		if sv := v.settingsView(); sv != nil {
+		if sv, err := v.settingsView(ctx); err == nil && sv != nil {
 			return sv.policy, sv.hash
 		}
 		return nil, ""
@@ -141,9 +142,11 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 		in.OtherMigrations = append(in.OtherMigrations, &others.Items[i])
 	}
 	if v.kubeVirt != nil {
-		if kv := v.kubeVirt(); kv != nil {
-			in.KubeVirt = kv.kv
+		kv, err := v.kubeVirt(ctx)
+		if err != nil {
+			return nil, err
 		}
+		in.KubeVirt = kv.kv
 	} else if in.KubeVirt, err = settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}

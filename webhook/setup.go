@@ -63,11 +63,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	nodes := NodeLister(snap.get)
-	kv, err := newInformed(ctx, cache, &kubevirtv1.KubeVirt{}, deriveKubeVirt(opts.KubeVirtNamespace))
+	kv, err := newInformed(ctx, cache, &kubevirtv1.KubeVirt{}, readKubeVirt(cache, opts.KubeVirtNamespace))
 	if err != nil {
 		return err
 	}
-	sv, err := newInformed(ctx, cache, &v1beta1.Setting{}, deriveSettings)
+	sv, err := newInformed(ctx, cache, &v1beta1.Setting{}, readSettings(cache))
 	if err != nil {
 		return err
 	}
