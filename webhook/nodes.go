@@ -70,9 +70,10 @@ func (s *nodeSnapshot) get() []*corev1.Node {
 
 // load returns the current nodes and their index, rebuilding both after a node event.
 func (s *nodeSnapshot) load() *nodeState {
-	if s.dirty.Load() {
+	if s.dirty.Load() || s.state.Load() == nil {
 		s.mu.Lock()
-		if s.dirty.Swap(false) {
+		defer s.mu.Unlock()
+		if s.dirty.Swap(false) || s.state.Load() == nil {
 			items := s.store.List()
 			nodes := make([]*corev1.Node, 0, len(items))
 			for _, it := range items {
@@ -85,7 +86,6 @@ func (s *nodeSnapshot) load() *nodeState {
 			slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 			s.state.Store(&nodeState{nodes: nodes, index: newNodeIndex(nodes)})
 		}
-		s.mu.Unlock()
 	}
 	return s.state.Load()
 }

@@ -81,11 +81,11 @@ func benchAdmission() ([]string, error) {
 		{"hard", vmimURL, hard},
 	}
 	results := make([][]driveResult, len(cases))
-	for range admRounds {
+	for round := range admRounds {
 		for i, cs := range cases {
 			r, err := drive(ctx, hc, cs.url, cs.bodies)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", cs.name, err)
+				return nil, fmt.Errorf("%s, round %d: %w", cs.name, round+1, err)
 			}
 			results[i] = append(results[i], r)
 		}
