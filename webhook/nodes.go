@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -47,7 +48,12 @@ func newNodeSnapshot(ctx context.Context, c cache.Cache) (*nodeSnapshot, error) 
 	s.dirty.Store(true)
 	mark := func(any) { s.dirty.Store(true) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: mark, DeleteFunc: mark, UpdateFunc: func(_, obj any) { mark(obj) },
+		AddFunc: mark, DeleteFunc: mark,
+		UpdateFunc: func(oldObj, newObj any) {
+			if admissionChange(oldObj, newObj) {
+				mark(newObj)
+			}
+		},
 	}); err != nil {
 		return nil, err
 	}
@@ -88,4 +94,22 @@ func (s *nodeSnapshot) load() *nodeState {
 		}
 	}
 	return s.state.Load()
+}
+
+// admissionChange reports whether a node update changes what admission reads of a node: its
+// labels, cordon, taints or Ready status. Heartbeats (every node's status every few seconds with
+// kubelet or kwok) change none of them, so they neither rebuild the snapshot and its index nor
+// make admission wait for that.
+func admissionChange(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*corev1.Node)
+	n, ok2 := newObj.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !maps.Equal(o.Labels, n.Labels) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+		!slices.EqualFunc(o.Spec.Taints, n.Spec.Taints, sameTaint) || nodeReady(o) != nodeReady(n)
+}
+
+func sameTaint(a, b corev1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
 }
