@@ -3,5 +3,7 @@
 // snapshot of the netcontroller package, plus setup.go, which registers them with a manager. It
 // reads only informer caches: no API request is made while answering an admission review. It
 // counts every decision (metrics.go) and leaves a Warning event on the VMI of a refused migration
-// (events.go), written asynchronously by the manager's event recorder.
+// (events.go), written asynchronously by the manager's event recorder. What admission reads is
+// derived once per informer event, not per request: the nodes in name order with their index
+// (nodes.go, nodeindex.go) and the KubeVirt CR in force and parsed settings (informed.go).
 package webhook
