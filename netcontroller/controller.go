@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -163,12 +162,10 @@ func (r *Controller) cleanOnce(ctx context.Context, snap *Snapshot, in Input) er
 // gather reads, from the cache, what Observe needs.
 func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (Input, *kubevirtv1.KubeVirt, *settings.MigrationNetwork, error) {
 	in := Input{Namespace: kubevirtNamespace}
-	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
-	if len(errs) > 0 {
-		m = nil
-	}
+	eff := settings.EffectiveNetwork(s)
+	m := eff.Network
 	if m != nil {
-		in.Network = settings.NADName(m.Hash())
+		in.Network = eff.NAD
 		in.Range, _ = netip.ParsePrefix(m.Range)
 		in.ClusterNetwork = m.ClusterNetwork
 	}
@@ -187,13 +184,11 @@ func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v
 	for i := range pods.Items {
 		in.Pods = append(in.Pods, &pods.Items[i])
 	}
-	kvs := &kubevirtv1.KubeVirtList{}
-	if err := c.List(ctx, kvs, client.InNamespace(kubevirtNamespace)); err != nil {
+	kv, err := settings.KubeVirtCR(ctx, c, kubevirtNamespace)
+	if err != nil {
 		return in, nil, nil, err
 	}
-	var kv *kubevirtv1.KubeVirt
-	if len(kvs.Items) > 0 {
-		kv = &kvs.Items[0]
+	if kv != nil {
 		if w := kv.Spec.Workloads; w != nil && w.NodePlacement != nil {
 			in.NodeSelector = w.NodePlacement.NodeSelector
 		}

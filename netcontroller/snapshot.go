@@ -28,3 +28,11 @@ func (s *Store) Load() *Snapshot { return s.p.Load() }
 
 // publish swaps in a new snapshot.
 func (s *Store) publish(snap *Snapshot) { s.p.Store(snap) }
+
+// NewStore returns a store already holding snap, for callers that judge admission without running
+// the network controller (benchmarks, tests).
+func NewStore(snap *Snapshot) *Store {
+	s := &Store{}
+	s.publish(snap)
+	return s
+}

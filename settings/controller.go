@@ -7,7 +7,6 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -76,7 +75,8 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	m, errs := ParseMigrationNetwork(EffectiveValue(s), field.NewPath("value"))
+	eff := EffectiveNetwork(s)
+	m, errs := eff.Network, eff.Errs
 	r.Metrics.Step(ControllerName, StepValue, errs.ToAggregate())
 	if len(errs) > 0 {
 		// Admission refuses such values; one can only get here by bypassing the webhook.
@@ -192,14 +192,13 @@ func (r *Controller) ensureNAD(ctx context.Context, want *nadv1.NetworkAttachmen
 // field alone, while virt-operator rewrites the CR's status throughout a rollout, so a guarded
 // patch would mostly meet conflicts and back off.
 func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepError {
-	kvs := &kubevirtv1.KubeVirtList{}
-	if err := r.Client.List(ctx, kvs, client.InNamespace(r.KubeVirtNamespace)); err != nil {
-		return &stepError{ReasonKubeVirtFailed, fmt.Errorf("listing KubeVirt CRs in %s: %w", r.KubeVirtNamespace, err)}
+	kv, err := KubeVirtCR(ctx, r.Client, r.KubeVirtNamespace)
+	if err != nil {
+		return &stepError{ReasonKubeVirtFailed, err}
 	}
-	if len(kvs.Items) == 0 {
+	if kv == nil {
 		return &stepError{ReasonKubeVirtNotFound, fmt.Errorf("no KubeVirt CR in namespace %s; the setting is applied as soon as one appears", r.KubeVirtNamespace)}
 	}
-	kv := &kvs.Items[0]
 	if MigrationNetworkOf(kv) == network {
 		return nil
 	}

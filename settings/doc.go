@@ -8,6 +8,9 @@
 // canonical value (RenderNAD, NADName). The webhook, the settings controller and
 // `migranet validate` all call these same functions, so a value is judged identically everywhere.
 //
-// Nothing here talks to an API server; the settings controller (controller*.go) does. metrics.go
+// EffectiveNetwork is the one place a Setting's effective value becomes a parsed network, hash and
+// NAD name; KubeVirtCR (OldestKubeVirt) the one place the KubeVirt CR in force is chosen.
+// unicast.go refuses ranges no node can own for unicast traffic; bound.go bounds every answer
+// (BoundErrors, BoundWarnings). Nothing here talks to an API server except KubeVirtCR's read; the settings controller (controller*.go) does. metrics.go
 // holds the reconcile-step counter both controllers share (Metrics, RegisterOrReuse).
 package settings

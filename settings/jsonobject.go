@@ -49,8 +49,8 @@ func decodeObject(raw string, fld *field.Path, example string) ([]member, field.
 		}
 		if n, dup := seen[key]; dup {
 			seen[key] = n + 1
-			e := field.Duplicate(fld.Child(key), shorten(string(v)))
-			e.Detail = fmt.Sprintf("key %q appears %s time in the object; keep a single %q", key, ordinal(n+1), key)
+			e := field.Duplicate(fld.Child(shorten(key)), shorten(string(v)))
+			e.Detail = fmt.Sprintf("key %q appears %s time in the object; keep a single %q", shorten(key), ordinal(n+1), shorten(key))
 			errs = append(errs, e)
 			continue
 		}
@@ -193,15 +193,20 @@ func decodeStringList(raw json.RawMessage, fld *field.Path, example string) ([]s
 }
 
 // shorten truncates s for echoing in an error message.
-func shorten(s string) string {
-	if len(s) <= maxShown {
+func shorten(s string) string { return shortenTo(s, maxShown) }
+
+// shortenTo truncates s to at most limit bytes, on a rune boundary, marking the cut with "…" and
+// the length of the whole.
+func shortenTo(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	cut := maxShown
+	suffix := fmt.Sprintf("…(%d bytes)", len(s))
+	cut := max(limit-len(suffix), 0)
 	for cut > 0 && !isRuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "…"
+	return s[:cut] + suffix
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

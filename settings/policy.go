@@ -127,7 +127,7 @@ func ParseMigrationPolicy(raw string, fld *field.Path) (*MigrationPolicy, field.
 	}
 	p := &MigrationPolicy{}
 	for _, mem := range members {
-		path := fld.Child(mem.key)
+		path := fld.Child(shorten(mem.key))
 		switch mem.key {
 		case keyRules:
 			var rerrs field.ErrorList
@@ -141,7 +141,7 @@ func ParseMigrationPolicy(raw string, fld *field.Path) (*MigrationPolicy, field.
 			errs = append(errs, notSupportedKey(path, mem.key, migrationPolicyKeys, "unknown key"))
 		}
 	}
-	return p, errs
+	return p, BoundErrors(errs)
 }
 
 // decodeRules decodes the rules object: rule name → mode.
@@ -167,7 +167,7 @@ func decodeRules(raw json.RawMessage, fld *field.Path) (map[Rule]Mode, field.Err
 	}
 	out := map[Rule]Mode{}
 	for _, mem := range members {
-		path := fld.Child(mem.key)
+		path := fld.Child(shorten(mem.key))
 		if !slices.Contains(ruleNames, mem.key) {
 			errs = append(errs, notSupportedKey(path, mem.key, ruleNames, "unknown rule"))
 			continue
@@ -200,10 +200,11 @@ func decodeExemptUsers(raw json.RawMessage, fld *field.Path) ([]string, field.Er
 	if list == nil {
 		return nil, errs
 	}
-	bad := map[int]bool{}
+	bad := map[int]bool{} // entries decodeStringList reported: one lookup per error, not per error and entry
+	prefix := fld.String() + "["
 	for _, e := range errs {
-		for i := range list {
-			if e.Field == fld.Index(i).String() {
+		if strings.HasPrefix(e.Field, prefix) {
+			if i := indexOf(e.Field); i >= 0 {
 				bad[i] = true
 			}
 		}
@@ -250,7 +251,7 @@ func validateUsername(u string, fld *field.Path) *field.Error {
 
 // notSupportedKey reports key as not one of valid, suggesting the right case when only case differs.
 func notSupportedKey(p *field.Path, key string, valid []string, what string) *field.Error {
-	e := field.NotSupported(p, key, valid)
+	e := field.NotSupported(p, shorten(key), valid)
 	e.Detail = what + "; " + e.Detail
 	for _, k := range valid {
 		if k != key && strings.EqualFold(k, key) {

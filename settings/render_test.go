@@ -18,7 +18,7 @@ func expectedNAD(hash, config string) *nadv1.NetworkAttachmentDefinition {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      "vm-migration-network-" + hash[:10],
 			Namespace: "kubevirt",
-			Labels:    map[string]string{"app.kubernetes.io/managed-by": "migranet", "migranet.io/hash": hash[:63]},
+			Labels:    map[string]string{"app.kubernetes.io/managed-by": "migranet", "migranet.io/hash": hash[:63], "migranet.io/role": "migration"},
 			Annotations: map[string]string{
 				"migranet.io/hash":                              hash,
 				"migranet.io/system-network":                    "true",

@@ -54,7 +54,7 @@ func ValidateSetting(s *v1beta1.Setting, cl *Cluster) (field.ErrorList, []string
 			v1beta1.MigrationNetwork, v1beta1.MigrationPolicy, e.Detail)
 		errs = append(errs, e)
 	}
-	return errs, warns
+	return BoundErrors(errs), BoundWarnings(warns)
 }
 
 // validateMigrationPolicy accepts an empty value or a value ParseMigrationPolicy decodes without

@@ -29,6 +29,9 @@ const (
 	headroomDen = 5
 )
 
+// maxJudgedName: a cluster network name longer than this is refused for its length alone.
+const maxJudgedName = 1024
+
 // BridgeName is the Linux bridge of a Harvester cluster network.
 func BridgeName(clusterNetwork string) string { return clusterNetwork + bridgeSuffix }
 
@@ -47,6 +50,16 @@ func ValidateMigrationNetwork(m *MigrationNetwork, cl *Cluster, fld *field.Path)
 	errs = append(errs, validateVLAN(m.VLAN, fld.Child(keyVLAN))...)
 	rng, rerrs := validateRange(m.Range, rangePath)
 	errs = append(errs, rerrs...)
+	if rng.usable {
+		uerr, uwarn := checkUnicast(rng.prefix, m.Range, rangePath)
+		if uerr != nil {
+			rng.clean = false
+			errs = append(errs, uerr)
+		}
+		if uwarn != "" {
+			warnings = append(warnings, uwarn)
+		}
+	}
 	errs = append(errs, validateMTU(m.MTU, rng, fld.Child(keyMTU))...)
 	excl, countable, eerrs := validateExcludes(m.Exclude, rng, fld.Child(keyExclude))
 	errs = append(errs, eerrs...)
@@ -73,6 +86,11 @@ func validateClusterNetwork(cn string, fld *field.Path) field.ErrorList {
 		return field.ErrorList{field.Required(fld, fmt.Sprintf(
 			"name the Harvester cluster network that carries migration traffic, e.g. \"migration\" "+
 				"(its nodes are labelled %s<name>=true and its bridge is <name>%s)", ClusterNetworkLabelPrefix, bridgeSuffix))}
+	}
+	if len(cn) > maxJudgedName { // judged by length alone: no regular expression over megabytes
+		return field.ErrorList{field.Invalid(fld, shorten(cn), fmt.Sprintf(
+			"is %d bytes long; a cluster network name is at most %d characters (its bridge <name>%s must fit Linux's %d-character "+
+				"interface names), lower-case letters, digits and '-', e.g. \"migration\"", len(cn), MaxClusterNetworkLen, bridgeSuffix, maxIfNameLen))}
 	}
 	var errs field.ErrorList
 	if msgs := validation.IsDNS1123Label(cn); len(msgs) > 0 {
@@ -165,7 +183,7 @@ func ParseAndValidateMigrationNetwork(raw string, cl *Cluster, fld *field.Path) 
 			errs = append(errs, e)
 		}
 	}
-	return m, errs, warns
+	return m, BoundErrors(errs), BoundWarnings(warns)
 }
 
 // parentList strips a trailing [i] index from a field path string.

@@ -60,7 +60,7 @@ func ParseMigrationNetwork(raw string, fld *field.Path) (*MigrationNetwork, fiel
 	}
 	m := &MigrationNetwork{}
 	for _, mem := range members {
-		p := fld.Child(mem.key)
+		p := fld.Child(shorten(mem.key))
 		var err *field.Error
 		switch mem.key {
 		case keyClusterNetwork:
@@ -82,11 +82,11 @@ func ParseMigrationNetwork(raw string, fld *field.Path) (*MigrationNetwork, fiel
 			errs = append(errs, err)
 		}
 	}
-	return m, errs
+	return m, BoundErrors(errs)
 }
 
 func unknownKey(p *field.Path, key string) *field.Error {
-	e := field.NotSupported(p, key, migrationNetworkKeys)
+	e := field.NotSupported(p, shorten(key), migrationNetworkKeys)
 	e.Detail = "unknown key; " + e.Detail
 	for _, k := range migrationNetworkKeys {
 		if strings.EqualFold(k, key) {

@@ -215,15 +215,17 @@ func TestSummary(t *testing.T) {
 	}
 }
 
-// TestShorten: echoed input is cut to at most maxShown (80) bytes on a rune boundary, marked
-// with "…"; input of exactly 80 bytes is echoed whole.
+// TestShorten: echoed input is cut to at most maxShown (80) bytes on a rune boundary, the cut
+// marked with "…(<whole length> bytes)" (13 bytes for a two-digit length, so 67 bytes are kept);
+// input of exactly 80 bytes is echoed whole.
 func TestShorten(t *testing.T) {
 	a80 := strings.Repeat("a", 80)
 	for _, tc := range []struct{ s, want string }{
 		{a80, a80},
-		{a80 + "b", a80 + "…"},
-		{strings.Repeat("a", 79) + "€", strings.Repeat("a", 79) + "…"}, // € would straddle byte 80
-		{strings.Repeat("\x80", 81), "…"},                              // no rune start at all
+		{a80 + "b", strings.Repeat("a", 67) + "…(81 bytes)"},
+		{strings.Repeat("a", 79) + "€", strings.Repeat("a", 67) + "…(82 bytes)"},
+		{strings.Repeat("a", 66) + "€" + strings.Repeat("a", 20), strings.Repeat("a", 66) + "…(89 bytes)"}, // € straddles byte 67
+		{strings.Repeat("\x80", 81), "…(81 bytes)"}, // no rune start at all
 	} {
 		if got := shorten(tc.s); got != tc.want {
 			t.Errorf("shorten(%q) = %q, want %q", tc.s, got, tc.want)

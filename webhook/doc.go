@@ -4,7 +4,9 @@
 // reads only informer caches: no API request is made while answering an admission review. It
 // counts every decision (metrics.go) and leaves a Warning event on the VMI of a refused migration
 // (events.go) or of one admitted with warnings (warned.go), written asynchronously by the
-// manager's event recorder. preflight.go asks the same validator what it would answer to a
-// migration, rule by rule and node by node, over state read from the API server (apistate.go)
-// for `migranet preflight`.
+// manager's event recorder. What admission reads is derived once per informer event, not per
+// request: the nodes in name order with their index (nodes.go, nodeindex.go) and the KubeVirt CR
+// in force and parsed settings (informed.go). preflight.go asks the same validator what it would
+// answer to a migration, rule by rule and node by node, over state read from the API server
+// (apistate.go) for `migranet preflight`.
 package webhook

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -41,16 +40,12 @@ func (v *KubeVirtValidator) ValidateUpdate(ctx context.Context, oldObj, newObj r
 		v.Metrics.count(WebhookKubeVirt, RuleNone, ResultAllowed)
 		return nil, nil
 	}
-	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
-	if len(errs) > 0 {
+	eff := settings.EffectiveNetwork(s)
+	if len(eff.Errs) > 0 {
 		v.Metrics.count(WebhookKubeVirt, RuleNone, ResultAllowed)
 		return nil, nil
 	}
-	want := ""
-	if m != nil {
-		want = settings.NADName(m.Hash())
-	}
-	warnings := KubeVirtUpdateWarnings(oldKV, newKV, want)
+	warnings := KubeVirtUpdateWarnings(oldKV, newKV, eff.NAD)
 	v.Metrics.simple(WebhookKubeVirt, RuleNetworkMismatch, warnings, nil)
 	return warnings, nil
 }

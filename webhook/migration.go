@@ -37,6 +37,24 @@ type MigrationValidator struct {
 	// Recorder receives a Warning event on the VMI of each refused migration; nil records none.
 	Recorder record.EventRecorder
 	settings settingsMemo
+	// nodeState, when set, gives the nodes together with their index (and Nodes is not called);
+	// kubeVirt and settingsView, when set, replace the reads of the KubeVirt CR and the settings
+	// through Reader. Setup sets all three from informer stores.
+	nodeState    func() *nodeState
+	kubeVirt     func(context.Context) (*kubeVirtView, error)
+	settingsView func(context.Context) (*settingsView, error)
+}
+
+// policyAndHash returns the migration policy (nil = default) and the migration network's hash.
+// Settings that cannot be read count as absent, as with the reads through Reader.
+func (v *MigrationValidator) policyAndHash(ctx context.Context) (*settings.MigrationPolicy, string) {
+	if v.settingsView != nil {
+		if sv, err := v.settingsView(ctx); err == nil && sv != nil {
+			return sv.policy, sv.hash
+		}
+		return nil, ""
+	}
+	return v.settings.load(ctx, v.Reader)
 }
 
 // ValidateCreate refuses a migration that cannot succeed.
@@ -75,7 +93,7 @@ func (v *MigrationValidator) ValidateDelete(ctx context.Context, obj runtime.Obj
 	if err != nil {
 		return v.Metrics.notJudged(WebhookVMIMDelete, fmt.Errorf("reading the cache: %w", err)), nil
 	}
-	policy, _ := v.settings.load(ctx, v.Reader)
+	policy, _ := v.policyAndHash(ctx)
 	ds := EvaluateDelete(DeleteInput{VMIM: vmim, VMI: vmi, Policy: policy})
 	v.Metrics.decided(WebhookVMIMDelete, ds)
 	return verdict(vmim, ds, true)
@@ -93,9 +111,9 @@ func verdict(vmim *kubevirtv1.VirtualMachineInstanceMigration, ds []Decision, ca
 			if path == "" {
 				path = "spec.vmiName"
 			}
-			errs = append(errs, field.Forbidden(field.NewPath(path), fmt.Sprintf("migranet %s: %s", d.Rule, d.Message)))
+			errs = append(errs, field.Forbidden(field.NewPath(path), settings.ShortenMessage(fmt.Sprintf("migranet %s: %s", d.Rule, d.Message))))
 		case d.Warn:
-			warnings = append(warnings, fmt.Sprintf("migranet %s: %s", d.Rule, d.Message))
+			warnings = append(warnings, settings.ShortenMessage(fmt.Sprintf("migranet %s: %s", d.Rule, d.Message)))
 		}
 	}
 	if len(errs) == 0 {
@@ -103,9 +121,9 @@ func verdict(vmim *kubevirtv1.VirtualMachineInstanceMigration, ds []Decision, ca
 	}
 	if cancel {
 		return warnings, apierrors.NewForbidden(kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstancemigrations").GroupResource(),
-			vmim.Name, errs.ToAggregate())
+			settings.ShortenName(vmim.Name), errs.ToAggregate())
 	}
-	return warnings, apierrors.NewInvalid(vmimKind, vmim.Name, errs)
+	return warnings, apierrors.NewInvalid(vmimKind, settings.ShortenName(vmim.Name), errs)
 }
 
 // createInput gathers, from the cache only, what the create rules look at.
@@ -125,15 +143,23 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 	for i := range others.Items {
 		in.OtherMigrations = append(in.OtherMigrations, &others.Items[i])
 	}
-	kvs := &kubevirtv1.KubeVirtList{}
-	if err := v.Reader.List(ctx, kvs, client.InNamespace(v.KubeVirtNamespace), client.UnsafeDisableDeepCopy); err != nil {
+	if v.kubeVirt != nil {
+		kv, err := v.kubeVirt(ctx)
+		if err != nil {
+			return nil, err
+		}
+		in.KubeVirt = kv.kv
+	} else if in.KubeVirt, err = settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	if len(kvs.Items) > 0 {
-		in.KubeVirt = &kvs.Items[0]
+	if v.nodeState != nil {
+		if st := v.nodeState(); st != nil {
+			in.Nodes, in.index = st.nodes, st.index
+		}
+	} else {
+		in.Nodes = v.Nodes()
 	}
-	in.Nodes = v.Nodes()
-	in.Policy, in.CurrentHash = v.settings.load(ctx, v.Reader)
+	in.Policy, in.CurrentHash = v.policyAndHash(ctx)
 	return in, nil
 }
 
@@ -173,11 +199,7 @@ func (m *settingsMemo) load(ctx context.Context, r client.Reader) (*settings.Mig
 	if networkErr != nil {
 		m.hash, m.networkRV = "", ""
 	} else if network.ResourceVersion != m.networkRV {
-		mn, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(network), field.NewPath("value"))
-		m.hash = ""
-		if len(errs) == 0 {
-			m.hash = mn.Hash()
-		}
+		m.hash = settings.EffectiveNetwork(network).Hash
 		m.networkRV = network.ResourceVersion
 	}
 	return m.policy, m.hash

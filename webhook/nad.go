@@ -7,8 +7,6 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -47,11 +45,11 @@ func (v *NADValidator) superseded(ctx context.Context, nad *nadv1.NetworkAttachm
 	if err := v.Reader.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
-	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
-	if len(errs) > 0 {
+	eff := settings.EffectiveNetwork(s)
+	if len(eff.Errs) > 0 {
 		return false
 	}
-	return m == nil || settings.NADName(m.Hash()) != nad.Name
+	return eff.NAD != nad.Name
 }
 
 // ValidateDelete refuses deleting the NAD that KubeVirt's migrations.network names, unless it is
@@ -66,15 +64,15 @@ func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (
 		v.Metrics.count(WebhookNAD, RuleNone, ResultAllowed)
 		return nil, nil
 	}
-	kvs := &kubevirtv1.KubeVirtList{}
-	if err := v.Reader.List(ctx, kvs, client.InNamespace(v.KubeVirtNamespace), client.UnsafeDisableDeepCopy); err != nil {
+	kv, err := settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy)
+	if err != nil {
 		v.Metrics.count(WebhookNAD, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
-	for i := range kvs.Items {
-		if err := ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(&kvs.Items[i])); err != nil {
+	if kv != nil {
+		if err := ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(kv)); err != nil {
 			v.Metrics.count(WebhookNAD, RuleActiveNetwork, ResultDenied)
-			return nil, apierrors.NewForbidden(nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions").GroupResource(), nad.Name, err)
+			return nil, apierrors.NewForbidden(nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions").GroupResource(), settings.ShortenName(nad.Name), err)
 		}
 	}
 	v.Metrics.count(WebhookNAD, RuleNone, ResultAllowed)

@@ -3,6 +3,9 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -19,6 +22,20 @@ type NodeLister func() []*corev1.Node
 // swapped atomically. Admission then neither copies 1,000 Nodes into a new list per request (what
 // a cache List does, at ten times the cost of the rules themselves) nor walks the store's map.
 func CachedNodes(ctx context.Context, c cache.Cache) (NodeLister, error) {
+	s, err := newNodeSnapshot(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.get, nil
+}
+
+// nodeState is one immutable view of the nodes and its index.
+type nodeState struct {
+	nodes []*corev1.Node
+	index *nodeIndex
+}
+
+func newNodeSnapshot(ctx context.Context, c cache.Cache) (*nodeSnapshot, error) {
 	inf, err := c.GetInformer(ctx, &corev1.Node{})
 	if err != nil {
 		return nil, err
@@ -31,24 +48,38 @@ func CachedNodes(ctx context.Context, c cache.Cache) (NodeLister, error) {
 	s.dirty.Store(true)
 	mark := func(any) { s.dirty.Store(true) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: mark, DeleteFunc: mark, UpdateFunc: func(_, obj any) { mark(obj) },
+		AddFunc: mark, DeleteFunc: mark,
+		UpdateFunc: func(oldObj, newObj any) {
+			if admissionChange(oldObj, newObj) {
+				mark(newObj)
+			}
+		},
 	}); err != nil {
 		return nil, err
 	}
-	return s.get, nil
+	return s, nil
 }
 
 type nodeSnapshot struct {
 	store toolscache.Store
 	dirty atomic.Bool
 	mu    sync.Mutex
-	nodes atomic.Pointer[[]*corev1.Node]
+	state atomic.Pointer[nodeState]
 }
 
 func (s *nodeSnapshot) get() []*corev1.Node {
-	if s.dirty.Load() {
+	if st := s.load(); st != nil {
+		return st.nodes
+	}
+	return nil
+}
+
+// load returns the current nodes and their index, rebuilding both after a node event.
+func (s *nodeSnapshot) load() *nodeState {
+	if s.dirty.Load() || s.state.Load() == nil {
 		s.mu.Lock()
-		if s.dirty.Swap(false) {
+		defer s.mu.Unlock()
+		if s.dirty.Swap(false) || s.state.Load() == nil {
 			items := s.store.List()
 			nodes := make([]*corev1.Node, 0, len(items))
 			for _, it := range items {
@@ -56,12 +87,29 @@ func (s *nodeSnapshot) get() []*corev1.Node {
 					nodes = append(nodes, n)
 				}
 			}
-			s.nodes.Store(&nodes)
+			// Name order: admission walks the nodes in a stable order, so a message or the
+			// cost of a review does not depend on the store's map order.
+			slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+			s.state.Store(&nodeState{nodes: nodes, index: newNodeIndex(nodes)})
 		}
-		s.mu.Unlock()
 	}
-	if p := s.nodes.Load(); p != nil {
-		return *p
+	return s.state.Load()
+}
+
+// admissionChange reports whether a node update changes what admission reads of a node: its
+// labels, cordon, taints or Ready status. Heartbeats (every node's status every few seconds with
+// kubelet or kwok) change none of them, so they neither rebuild the snapshot and its index nor
+// make admission wait for that.
+func admissionChange(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*corev1.Node)
+	n, ok2 := newObj.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
 	}
-	return nil
+	return !maps.Equal(o.Labels, n.Labels) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+		!slices.EqualFunc(o.Spec.Taints, n.Spec.Taints, sameTaint) || nodeReady(o) != nodeReady(n)
+}
+
+func sameTaint(a, b corev1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
 }

@@ -66,6 +66,8 @@ type CreateInput struct {
 	Policy *settings.MigrationPolicy
 	// User is the admission request's username.
 	User string
+	// index, when set, is the index of Nodes: a feasible target is then found without walking them.
+	index *nodeIndex
 }
 
 // EvaluateCreate judges a VMIM create against the rules kubevirtReady, networkReady,
@@ -262,7 +264,7 @@ func KubeVirtUpdateWarnings(oldKV, newKV *kubevirtv1.KubeVirt, wantNetwork strin
 	if wantNetwork == "" {
 		back = "unset it again (the setting is empty: migrations use the pod network)"
 	}
-	gotText := fmt.Sprintf("%q", got)
+	gotText := fmt.Sprintf("%q", settings.ShortenName(got))
 	if got == "" {
 		gotText = "unset"
 	}
@@ -412,6 +414,9 @@ func infeasible(in *CreateInput) (string, string) {
 		return fieldAddedNodeSelector, conflict
 	}
 	source := in.VMI.Status.NodeName
+	if in.index != nil && in.index.anyFeasible(&f, source) {
+		return "", ""
+	}
 	var failedAt [numStages + 1]int // failedAt[s]: nodes whose first failed filter is s
 	var sourceNode *corev1.Node
 	for _, n := range in.Nodes {

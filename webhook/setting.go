@@ -69,7 +69,7 @@ func (v *SettingValidator) ValidateDelete(_ context.Context, obj runtime.Object)
 		return nil, nil
 	}
 	v.Metrics.count(WebhookSetting, RuleOwnedSetting, ResultDenied)
-	return nil, apierrors.NewForbidden(v1beta1.GroupVersion.WithResource("settings").GroupResource(), s.Name,
+	return nil, apierrors.NewForbidden(v1beta1.GroupVersion.WithResource("settings").GroupResource(), settings.ShortenName(s.Name),
 		fmt.Errorf("migranet owns this setting and recreates it; to go back to the default, clear its value instead: "+
 			`kubectl patch settings.migranet.io %s --type merge -p '{"value":""}'`, s.Name))
 }
@@ -95,7 +95,7 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 	}
 	if len(errs) > 0 {
 		v.Metrics.count(WebhookSetting, rule, ResultDenied)
-		return warnings, apierrors.NewInvalid(settingKind, s.Name, errs)
+		return warnings, apierrors.NewInvalid(settingKind, settings.ShortenName(s.Name), errs)
 	}
 	v.Metrics.simple(WebhookSetting, RuleSettingValue, warnings, nil)
 	return warnings, nil
@@ -104,24 +104,17 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 // effectiveHash is the hash of the setting's effective migration network; "" when disabled or
 // unparsable (parse errors are reported by validation).
 func effectiveHash(s *v1beta1.Setting) string {
-	if s == nil {
-		return ""
-	}
-	m, errs := settings.ParseMigrationNetwork(settings.EffectiveValue(s), field.NewPath("value"))
-	if len(errs) > 0 {
-		return ""
-	}
-	return m.Hash()
+	return settings.EffectiveNetwork(s).Hash
 }
 
 // cluster gathers, from the cache, what the cluster-dependent rules look at.
 func (v *SettingValidator) cluster(ctx context.Context) (*settings.Cluster, error) {
 	cl := &settings.Cluster{Nodes: v.Nodes()}
-	kvs := &kubevirtv1.KubeVirtList{}
-	if err := v.Reader.List(ctx, kvs, client.InNamespace(v.KubeVirtNamespace)); err != nil {
-		return nil, fmt.Errorf("listing KubeVirt CRs from the cache: %w", err)
+	kv, err := settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cache: %w", err)
 	}
-	for _, kv := range kvs.Items {
+	if kv != nil {
 		if w := kv.Spec.Workloads; w != nil && w.NodePlacement != nil {
 			cl.NodeSelector = w.NodePlacement.NodeSelector
 		}

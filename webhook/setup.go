@@ -58,7 +58,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
-	nodes, err := CachedNodes(ctx, cache)
+	snap, err := newNodeSnapshot(ctx, cache)
+	if err != nil {
+		return err
+	}
+	nodes := NodeLister(snap.get)
+	kv, err := newInformed(ctx, cache, &kubevirtv1.KubeVirt{}, readKubeVirt(cache, opts.KubeVirtNamespace))
+	if err != nil {
+		return err
+	}
+	sv, err := newInformed(ctx, cache, &v1beta1.Setting{}, readSettings(cache))
 	if err != nil {
 		return err
 	}
@@ -68,7 +77,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}{
 		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace,
-			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder}},
+			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder, nodeState: snap.load,
+			kubeVirt: kv.get, settingsView: sv.get}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -191,10 +189,12 @@ type settingDoc struct {
 
 // object is one decoded document or List item.
 type object struct {
-	where string
-	raw   json.RawMessage
-	kind  string
-	group string // API group of apiVersion ("" for core)
+	where      string
+	raw        json.RawMessage
+	kind       string
+	apiVersion string
+	group      string   // API group of apiVersion ("" for core)
+	dups       []dupKey // duplicate YAML keys inside the object, paths from its root
 }
 
 type typeMeta struct {
@@ -204,34 +204,28 @@ type typeMeta struct {
 }
 
 // readObjects reads every document of path, expanding Lists (kind List or <Kind>List; items of a
-// typed list without kind get the list's element kind).
+// typed list without kind get the list's element kind), as kubectl does.
 func readObjects(path string) ([]object, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	docs, err := splitDocuments(path, data)
+	if err != nil {
+		return nil, err
+	}
 	var out []object
-	for n := 1; ; n++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: document %d: %v", path, n, err)
-		}
-		if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
-			continue
-		}
-		objs, err := expand(raw, fmt.Sprintf("%s: document %d", path, n), "", "", 0)
+	for _, d := range docs {
+		objs, err := expand(d.raw, d.where, "", "", d.dups, 0)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, objs...)
 	}
+	return out, nil
 }
 
-func expand(raw json.RawMessage, where, defaultAPIVersion, defaultKind string, depth int) ([]object, error) {
+func expand(raw json.RawMessage, where, defaultAPIVersion, defaultKind string, dups []dupKey, depth int) ([]object, error) {
 	var tm typeMeta
 	if err := json.Unmarshal(raw, &tm); err != nil {
 		return nil, fmt.Errorf("%s: not a Kubernetes object: %v", where, err)
@@ -246,7 +240,8 @@ func expand(raw json.RawMessage, where, defaultAPIVersion, defaultKind string, d
 		var out []object
 		elem := strings.TrimSuffix(tm.Kind, "List") // "" for a v1 List: its items carry their own kind
 		for i, item := range tm.Items {
-			objs, err := expand(item, fmt.Sprintf("%s item %d", where, i+1), tm.APIVersion, elem, depth+1)
+			objs, err := expand(item, fmt.Sprintf("%s item %d", where, i+1), tm.APIVersion, elem,
+				dupsUnder(dups, fmt.Sprintf("items[%d]", i)), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -258,10 +253,10 @@ func expand(raw json.RawMessage, where, defaultAPIVersion, defaultKind string, d
 	if i := strings.LastIndexByte(tm.APIVersion, '/'); i >= 0 {
 		group = tm.APIVersion[:i]
 	}
-	return []object{{where: where, raw: raw, kind: tm.Kind, group: group}}, nil
+	return []object{{where: where, raw: raw, kind: tm.Kind, apiVersion: tm.APIVersion, group: group, dups: dups}}, nil
 }
 
-// readSettings reads the migranet.io Settings of path; other objects are skipped with a note.
+// readSettings reads the migranet Settings of path; other objects are skipped with a note.
 func readSettings(path string, note func(string, ...any)) ([]settingDoc, error) {
 	objs, err := readObjects(path)
 	if err != nil {
@@ -269,7 +264,7 @@ func readSettings(path string, note func(string, ...any)) ([]settingDoc, error) 
 	}
 	var out []settingDoc
 	for _, o := range objs {
-		if o.kind != "Setting" || o.group != v1beta1.GroupVersion.Group {
+		if !isSettingLike(o) {
 			note("%s: skipping %s (not a %s Setting)", o.where, o.kind, v1beta1.GroupVersion.Group)
 			continue
 		}
@@ -278,8 +273,10 @@ func readSettings(path string, note func(string, ...any)) ([]settingDoc, error) 
 	return out, nil
 }
 
-// decodeSetting decodes a Setting strictly: unknown fields and wrong types are problems of that
-// setting, reported like validation errors.
+// decodeSetting decodes a Setting strictly, as the API server does: unknown and duplicate fields
+// (with their paths), a wrong apiVersion or kind, and wrong types are problems of that setting,
+// reported like validation errors. The setting is still validated when only strict errors were
+// found, with the value the API server would have stored (the last of duplicate keys).
 func decodeSetting(o object) settingDoc {
 	var loose struct {
 		Metadata struct {
@@ -292,14 +289,16 @@ func decodeSetting(o object) settingDoc {
 	if name == "" {
 		d.name = "<unnamed>"
 	}
-	dec := json.NewDecoder(bytes.NewReader(o.raw))
-	dec.DisallowUnknownFields()
+	d.errs = checkTypeMeta(o)
 	s := &v1beta1.Setting{}
-	err := dec.Decode(s)
+	serrs, err := strictErrors(o, s)
+	d.errs = append(d.errs, serrs...)
 	if err == nil {
 		d.setting = s
 		return d
 	}
+	// Not decodable (a wrong type): say which field, with the standard library's words.
+	err = json.Unmarshal(o.raw, &v1beta1.Setting{})
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &te):
@@ -307,14 +306,11 @@ func decodeSetting(o object) settingDoc {
 		if te.Field == "value" || te.Field == "default" {
 			detail += "; a Setting's value is a string holding JSON, so quote it, e.g. value: '{\"clusterNetwork\":\"migration\",...}'"
 		}
-		d.errs = field.ErrorList{field.TypeInvalid(field.NewPath(te.Field), te.Value, detail)}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		key := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		e := field.NotSupported(field.NewPath(key), key, []string{"apiVersion", "kind", "metadata", "value", "default", "status"})
-		e.Detail = "unknown field of a Setting; " + e.Detail
-		d.errs = field.ErrorList{e}
+		d.errs = append(d.errs, field.TypeInvalid(field.NewPath(te.Field), te.Value, detail))
+	case err != nil:
+		d.errs = append(d.errs, field.Invalid(field.NewPath("object"), shortText(o.raw), err.Error()))
 	default:
-		d.errs = field.ErrorList{field.Invalid(field.NewPath("object"), shortText(o.raw), err.Error())}
+		d.errs = append(d.errs, field.Invalid(field.NewPath("object"), shortText(o.raw), "cannot be decoded as a Setting"))
 	}
 	return d
 }

@@ -1,7 +1,7 @@
 // Command bench is `make bench`: it runs every migranet measure in one process and prints one
 // summary line per measure, `bench <name>: ...`, each with its ratio against a baseline measured
 // in the same run. Pass measure names as arguments to run only those; BENCH_CPUPROFILE=file
-// writes a CPU profile of the run.
+// writes a CPU profile of the run, BENCH_MEMPROFILE=file its allocation profile.
 package main
 
 import (
@@ -44,6 +44,12 @@ func main() {
 		if err != nil {
 			fmt.Printf("bench %s: FAILED: %v\n", m.name, err)
 			failed = true
+		}
+	}
+	if path := os.Getenv("BENCH_MEMPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
 		}
 	}
 	if failed {

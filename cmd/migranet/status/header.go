@@ -54,15 +54,13 @@ func Header(s *v1beta1.Setting) Network {
 		return Unavailable(ReasonNotFound, "setting "+v1beta1.MigrationNetwork+" not found: is migranet installed?")
 	}
 	n := Network{Setting: s.Name, Mode: ModePod, Ready: string(metav1.ConditionUnknown)}
-	if raw := settings.EffectiveValue(s); strings.TrimSpace(raw) != "" {
-		m, errs := settings.ParseMigrationNetwork(raw, nil)
-		if len(errs) > 0 || m == nil {
-			n.Mode, n.Summary = ModeUnknown, "invalid value"
-		} else {
-			n.Mode, n.Summary, n.Range = ModeMigration, m.Summary(), m.Range
-			n.NAD = settings.NADName(m.Hash())
-			n.Applied = s.Status.AppliedNetwork == n.NAD
-		}
+	switch eff := settings.EffectiveNetwork(s); {
+	case len(eff.Errs) > 0:
+		n.Mode, n.Summary = ModeUnknown, "invalid value"
+	case eff.Network != nil:
+		n.Mode, n.Summary, n.Range = ModeMigration, eff.Network.Summary(), eff.Network.Range
+		n.NAD = eff.NAD
+		n.Applied = s.Status.AppliedNetwork == n.NAD
 	}
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionReady); c != nil {
 		n.Ready, n.Reason, n.Message = string(c.Status), c.Reason, oneLine(c.Message)
