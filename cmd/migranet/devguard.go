@@ -19,8 +19,8 @@ import (
 )
 
 // applyGuard creates migranet's namespace when missing (the guard's parameter lives there) and
-// applies the embedded guard policies (manifests/guard), their parameter in that namespace, as the
-// kustomize base does for an install.
+// the embedded guard policies (manifests/guard) when missing, their parameter in that namespace,
+// as the kustomize base does for an install.
 func applyGuard(ctx context.Context, c client.Client, namespace string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -46,8 +46,10 @@ func applyGuard(ctx context.Context, c client.Client, namespace string) error {
 				return err
 			}
 		}
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("migranet-dev"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		// Created when missing, never changed: on a cluster where the manifests installed them,
+		// they belong to that install (and its next kubectl apply).
+		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
 }
