@@ -225,7 +225,7 @@ func TestShorten(t *testing.T) {
 		{a80 + "b", strings.Repeat("a", 67) + "…(81 bytes)"},
 		{strings.Repeat("a", 79) + "€", strings.Repeat("a", 67) + "…(82 bytes)"},
 		{strings.Repeat("a", 66) + "€" + strings.Repeat("a", 20), strings.Repeat("a", 66) + "…(89 bytes)"}, // € straddles byte 67
-		{strings.Repeat("\x80", 81), "…(81 bytes)"}, // no rune start at all
+		{strings.Repeat("\x80", 81), "…(81 bytes)"},                                                        // no rune start at all
 	} {
 		if got := shorten(tc.s); got != tc.want {
 			t.Errorf("shorten(%q) = %q, want %q", tc.s, got, tc.want)
