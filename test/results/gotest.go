@@ -31,6 +31,9 @@ type Suite struct {
 	Seconds                 float64
 	// Outcome is the package's own verdict: "ok", "FAIL", "no tests" or "" while running.
 	Outcome string
+	// topSeconds sums the top-level tests' own times: a stream converted after the run (the
+	// vendor-patches harness) carries no package time of its own.
+	topSeconds float64
 }
 
 // Run is the number of tests or specs that ran to a verdict other than skipped.
@@ -65,20 +68,28 @@ func (c *Collector) Add(e Event) *Suite {
 	case e.Action == "build-fail":
 		s.Outcome = "FAIL"
 	case e.Test == "" && e.Action == "pass":
-		s.Outcome, s.Seconds = "ok", e.Elapsed
+		s.Outcome, s.Seconds = "ok", max(e.Elapsed, s.topSeconds)
 	case e.Test == "" && e.Action == "fail":
-		s.Outcome, s.Seconds = "FAIL", e.Elapsed
+		s.Outcome, s.Seconds = "FAIL", max(e.Elapsed, s.topSeconds)
 	case e.Test == "" && e.Action == "skip":
 		s.Outcome = "no tests"
 	case e.Action == "pass":
 		s.Passed++
+		s.addTop(e)
 	case e.Action == "fail":
 		s.Failed++
+		s.addTop(e)
 	case e.Action == "skip":
 		s.Skipped++
 		s.SkippedNames = append(s.SkippedNames, e.Test)
 	}
 	return s
+}
+
+func (s *Suite) addTop(e Event) {
+	if !strings.Contains(e.Test, "/") {
+		s.topSeconds += e.Elapsed
+	}
 }
 
 // Suites returns every package seen, in order of first appearance.
@@ -90,9 +101,13 @@ func (c *Collector) Suites() []*Suite {
 	return out
 }
 
-// ReadEvents feeds every JSON line of r to c. Lines that are not JSON events (a test binary
+// ReadEvents feeds every JSON line of r to c, packages named as they are.
+func ReadEvents(r io.Reader, c *Collector) error { return ReadEventsAs(r, c, "") }
+
+// ReadEventsAs is ReadEvents with suffix appended to every package name (two releases' tests of
+// one package stay two rows). Lines that are not JSON events (a test binary
 // writing straight to the terminal) are ignored; a malformed stream is an error naming the line.
-func ReadEvents(r io.Reader, c *Collector) error {
+func ReadEventsAs(r io.Reader, c *Collector, suffix string) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for n := 1; sc.Scan(); n++ {
@@ -103,6 +118,9 @@ func ReadEvents(r io.Reader, c *Collector) error {
 		var e Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			return fmt.Errorf("line %d: not a go test -json event: %w", n, err)
+		}
+		if suffix != "" && e.Package != "" {
+			e.Package += suffix
 		}
 		c.Add(e)
 	}

@@ -193,3 +193,33 @@ func TestOptedOut(t *testing.T) {
 		t.Error(`Prerequisite("nope") known`)
 	}
 }
+
+// The fault it catches: two releases' runs of one upstream package merged into one row, or a
+// stream converted after the run (package time 0) shown as taking no time.
+func TestLoadKeepsReleasesApartAndTimesConvertedStreams(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := `{"Action":"run","Package":"kv/api","Test":"TestA"}
+{"Action":"pass","Package":"kv/api","Test":"TestA","Elapsed":2.5}
+{"Action":"pass","Package":"kv/api","Test":"TestA/sub","Elapsed":2}
+{"Action":"pass","Package":"kv/api","Test":"TestB","Elapsed":1}
+{"Action":"pass","Package":"kv/api","Elapsed":0.001}
+`
+	write("vendor-patches--upstream-v1.8.4-api.json", one)
+	write("vendor-patches--upstream-v1.9.0-api.json", one)
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Suites()
+	if len(s) != 2 || s[0].Package != "kv/api (v1.8.4)" || s[1].Package != "kv/api (v1.9.0)" {
+		t.Fatalf("suites = %+v, want kv/api (v1.8.4) and kv/api (v1.9.0)", s)
+	}
+	if s[0].Seconds != 3.5 || s[0].Passed != 3 {
+		t.Errorf("suite = %+v, want 3 passed in 3.5 s (top-level tests only)", s[0])
+	}
+}

@@ -28,7 +28,7 @@ func Load(dir string) (*Collector, error) {
 		if err != nil {
 			return nil, err
 		}
-		err = ReadEvents(f, c)
+		err = ReadEventsAs(f, c, releaseOf(filepath.Base(p)))
 		f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
@@ -85,4 +85,18 @@ func Summarize(suites []*Suite, optOut, trim string, out io.Writer) error {
 		return fmt.Errorf("make test is red:\n  %s", strings.Join(reasons, "\n  "))
 	}
 	return nil
+}
+
+// releaseOf is " (v1.9.0)" for the vendor-patches streams of upstream's tests of one KubeVirt
+// release ("vendor-patches--upstream-v1.9.0-api.json"), "" for any other stream.
+func releaseOf(file string) string {
+	rest, ok := strings.CutPrefix(file, "vendor-patches--upstream-")
+	if !ok {
+		return ""
+	}
+	version, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return ""
+	}
+	return " (" + version + ")"
 }
