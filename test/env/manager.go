@@ -81,6 +81,30 @@ func (m *Manager) name() string {
 // Start runs the replica and waits until it is ready (webhook server started, serving
 // certificate loaded from the Secret, CA bundle injected) and the Service routes to it. Ports stay the same across restarts.
 func (m *Manager) Start(ctx context.Context) error {
+	// A free port is picked by listening and closing, so another process can take it before the
+	// replica binds it: such a start is retried on new ports, as a pod would get a new IP.
+	for attempt := 1; ; attempt++ {
+		err := m.start(ctx)
+		if err == nil || attempt == 3 || !m.lostPort() {
+			return err
+		}
+		<-m.done
+		m.cmd, m.webhookPort = nil, 0
+	}
+}
+
+// lostPort reports whether the replica's last run exited because a port was taken.
+func (m *Manager) lostPort() bool {
+	select {
+	case <-m.done:
+	default:
+		return false
+	}
+	log, err := os.ReadFile(m.LogPath())
+	return err == nil && strings.Contains(string(log), "address already in use")
+}
+
+func (m *Manager) start(ctx context.Context) error {
 	if m.cmd != nil {
 		return fmt.Errorf("manager already running")
 	}
