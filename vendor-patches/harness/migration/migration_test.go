@@ -161,9 +161,14 @@ func TestQEMUMigrationAborted(t *testing.T) {
 					if err := f.src.QMP.Do("migrate_cancel", nil, nil); err != nil {
 						t.Fatal(err)
 					}
-					if info, err := qemu.WaitMigration(f.src.QMP, 10*time.Second); info.Status != "cancelled" {
-						t.Fatalf("after migrate_cancel: status %q (%v), want cancelled", info.Status, err)
+					// QEMU ends a cancelled migration "cancelled", or "failed" when the stream's
+					// error (the channel the cancel shuts down) wins the race with the state change;
+					// either way the source must go on running and nothing may be left behind.
+					info, err := qemu.WaitMigration(f.src.QMP, 10*time.Second)
+					if info.Status != "cancelled" && info.Status != "failed" {
+						t.Fatalf("after migrate_cancel: status %q (%v), want cancelled (or failed)", info.Status, err)
 					}
+					t.Logf("after migrate_cancel: status %q", info.Status)
 					if err := qemu.WaitStatus(f.src.QMP, "running", 10*time.Second); err != nil {
 						t.Errorf("source guest after the cancel: %v", err)
 					}
