@@ -341,9 +341,9 @@ var _ = Describe("whereabouts IP pool cleanup", func() {
 	It("deletes the pools virt-handlers of earlier ranges left behind, and only those", func(ctx context.Context) {
 		// Hand-made allocations stand for what force-deleted virt-handlers of earlier ranges and
 		// another namespace's pods left; the Multus simulator writes the current range's pool for
-		// real. pool writes allocations (offsets 2, 3, …) into a pool, creating it if needed: the
-		// current range's pool may exist from earlier specs (empty: their virt-handlers rolled
-		// gracefully, so whereabouts' DEL released their addresses).
+		// real. pool writes allocations at the first free offsets from 2 into a pool, creating it
+		// if needed: the current range's pool may exist from earlier specs, in any order, with
+		// allocations of their own still in it.
 		pool := func(name, rng string, refs ...string) *unstructured.Unstructured {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(sim.IPPoolGVK)
@@ -359,10 +359,12 @@ var _ = Describe("whereabouts IP pool cleanup", func() {
 			if allocs == nil {
 				allocs = map[string]any{}
 			}
+			offset := 2
 			for i, ref := range refs {
-				key := fmt.Sprint(i + 2)
-				Expect(allocs).NotTo(HaveKey(key), "pool %s: offset %s already held", name, key)
-				allocs[key] = map[string]any{"id": fmt.Sprintf("c%d", i), "podref": ref, "ifname": "migration0"}
+				for allocs[fmt.Sprint(offset)] != nil {
+					offset++ // an earlier spec (any order) may have left allocations here
+				}
+				allocs[fmt.Sprint(offset)] = map[string]any{"id": fmt.Sprintf("c%d", i), "podref": ref, "ifname": "migration0"}
 			}
 			Expect(unstructured.SetNestedMap(u.Object, allocs, "spec", "allocations")).To(Succeed())
 			if exists {
@@ -375,7 +377,7 @@ var _ = Describe("whereabouts IP pool cleanup", func() {
 		old := pool("10.76.0.0-25", "10.76.0.0/25", "kubevirt/virt-handler-gone1", "kubevirt/virt-handler-gone2")
 		foreign := pool("10.79.0.0-24", "10.79.0.0/24", "tenant/web-0")
 		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, foreign))).To(Succeed()) })
-		// The current range's pool already holds a leaked allocation (offset 2) when the network
+		// The current range's pool already holds a leaked allocation when the network
 		// comes back to it: migranet releases it at its first look at the pool.
 		pool("192.168.100.0-24", "192.168.100.0/24", "kubevirt/virt-handler-gone1")
 
