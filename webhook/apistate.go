@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -50,4 +51,21 @@ func ListNodes(ctx context.Context, r client.Reader) (NodeLister, error) {
 		nodes[i] = &list.Items[i]
 	}
 	return func() []*corev1.Node { return nodes }, nil
+}
+
+// ListPods reads the cluster's active pods from r once, as the PodView of a preflight. A user who
+// may not list pods gets a nil view: room on the nodes is then not judged, and says so.
+func ListPods(ctx context.Context, r client.Reader) (PodView, error) {
+	list := &corev1.PodList{}
+	if err := r.List(ctx, list, client.MatchingFieldsSelector{Selector: activePods}); err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	pods := make(PodList, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return pods, nil
 }

@@ -36,6 +36,8 @@ type MigrationValidator struct {
 	Metrics *Metrics
 	// Recorder receives a Warning event on the VMI of each refused migration; nil records none.
 	Recorder record.EventRecorder
+	// Pods gives the VMIs' pods and the nodes' usage; nil leaves room on the nodes unjudged.
+	Pods     PodView
 	settings settingsMemo
 	// nodeState, when set, gives the nodes together with their index (and Nodes is not called);
 	// kubeVirt and settingsView, when set, replace the reads of the KubeVirt CR and the settings
@@ -128,7 +130,7 @@ func verdict(vmim *kubevirtv1.VirtualMachineInstanceMigration, ds []Decision, ca
 
 // createInput gathers, from the cache only, what the create rules look at.
 func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration) (*CreateInput, error) {
-	in := &CreateInput{VMIM: vmim, Network: v.Snapshots.Load()}
+	in := &CreateInput{VMIM: vmim, Network: v.Snapshots.Load(), Pods: v.Pods}
 	if req, err := admission.RequestFromContext(ctx); err == nil {
 		in.User = req.UserInfo.Username
 	}

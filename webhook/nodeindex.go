@@ -10,12 +10,12 @@ import (
 
 // nodeIndex answers "does a node other than the source pass every feasibleTarget filter?" without
 // walking the nodes: one bit per node (in the snapshot's order) for the filters that do not depend
-// on the request (Ready, schedulable, not a witness) and one bit set per node label, intersected
+// on the request (Ready, not a witness) and one bit set per node label, intersected
 // per request. Built once per node snapshot; immutable afterwards.
 type nodeIndex struct {
 	nodes  []*corev1.Node
 	byName map[string]int
-	base   []uint64           // Ready ∧ schedulable ∧ not a witness
+	base   []uint64           // Ready ∧ not a witness
 	labels map[label][]uint64 // nodes carrying key=value
 }
 
@@ -27,7 +27,7 @@ func newNodeIndex(nodes []*corev1.Node) *nodeIndex {
 			continue
 		}
 		ix.byName[n.Name] = i
-		if _, witness := n.Labels[settings.WitnessLabel]; nodeReady(n) && schedulable(n) && !witness {
+		if _, witness := n.Labels[settings.WitnessLabel]; nodeReady(n) && !witness {
 			ix.base[i/64] |= 1 << (i % 64)
 		}
 		for k, v := range n.Labels {
@@ -45,10 +45,10 @@ func newNodeIndex(nodes []*corev1.Node) *nodeIndex {
 // maxStackWords: up to 64 × this many nodes, the intersection lives on the stack.
 const maxStackWords = 32
 
-// anyFeasible reports whether a node other than source passes every filter of f, confirming the
-// node the bits point at with f.stageOf, so the index can only make admission faster, never
-// different.
-func (ix *nodeIndex) anyFeasible(f *targetFilter, source string) bool {
+// anyFeasible reports whether a node can take t's target pod, narrowing the nodes by the labels t
+// requires and confirming each node the bits point at with t.judge, so the index can only make
+// admission faster, never different.
+func (ix *nodeIndex) anyFeasible(t *target) bool {
 	var buf [maxStackWords]uint64
 	acc := buf[:0]
 	if len(ix.base) > maxStackWords {
@@ -67,11 +67,11 @@ func (ix *nodeIndex) anyFeasible(f *targetFilter, source string) bool {
 		}
 		return true
 	}
-	if !and(f.vmiLabels) || !and(f.addedLabels) || !and(f.kvLabels) {
+	if !and(t.sel) || !and(t.kvLabels) {
 		return false
 	}
-	if f.clusterNetwork != "" {
-		set, ok := ix.labels[label{f.clusterNetworkLabel, "true"}]
+	if t.clusterNetwork != "" {
+		set, ok := ix.labels[label{t.clusterNetworkLabel, "true"}]
 		if !ok {
 			return false
 		}
@@ -79,13 +79,13 @@ func (ix *nodeIndex) anyFeasible(f *targetFilter, source string) bool {
 			acc[w] &= set[w]
 		}
 	}
-	if i, ok := ix.byName[source]; ok && source != "" {
+	if i, ok := ix.byName[t.source]; ok && t.source != "" {
 		acc[i/64] &^= 1 << (i % 64)
 	}
 	for w, word := range acc {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
-			if n := ix.nodes[w*64+b]; n.Name != source && f.stageOf(n) == numStages {
+			if t.judge(ix.nodes[w*64+b]).stage == numStages {
 				return true
 			}
 			word &^= 1 << b

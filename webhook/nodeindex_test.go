@@ -59,9 +59,9 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		if pick(30) {
 			in.CurrentHash = "" // no migration network: the cluster network does not count
 		}
-		_, want := infeasible(&in)
+		_, want, _ := infeasible(&in)
 		in.index = newNodeIndex(nodes)
-		_, got := infeasible(&in)
+		_, got, _ := infeasible(&in)
 		if got != want {
 			t.Fatalf("iteration %d: with the index %q, walking the nodes %q", iter, got, want)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
@@ -97,7 +98,7 @@ func (s *nodeSnapshot) load() *nodeState {
 }
 
 // admissionChange reports whether a node update changes what admission reads of a node: its
-// labels, cordon, taints or Ready status. Heartbeats (every node's status every few seconds with
+// labels, cordon, taints, Ready status or allocatable resources. Heartbeats (every node's status every few seconds with
 // kubelet or kwok) change none of them, so they neither rebuild the snapshot and its index nor
 // make admission wait for that.
 func admissionChange(oldObj, newObj any) bool {
@@ -107,7 +108,8 @@ func admissionChange(oldObj, newObj any) bool {
 		return true
 	}
 	return !maps.Equal(o.Labels, n.Labels) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
-		!slices.EqualFunc(o.Spec.Taints, n.Spec.Taints, sameTaint) || nodeReady(o) != nodeReady(n)
+		!slices.EqualFunc(o.Spec.Taints, n.Spec.Taints, sameTaint) || nodeReady(o) != nodeReady(n) ||
+		!apiequality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
 }
 
 func sameTaint(a, b corev1.Taint) bool {

@@ -2,10 +2,10 @@ package webhook
 
 import (
 	"context"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -108,34 +108,25 @@ func ruleVerdicts(in *CreateInput, ds []Decision) []RuleVerdict {
 	return out
 }
 
-// TargetNodes says, for every node, whether it passes the feasibleTarget filters (the same
-// filters and wording the rule's message uses) for in's VMI, which must be set.
+// TargetNodes says, for every node, whether it can take the target pod of in's VMI, which must
+// be set, and if not, the first check it fails, in the rule's own words.
 func TargetNodes(in *CreateInput) []NodeVerdict {
-	f, conflict := newTargetFilter(in)
-	source := in.VMI.Status.NodeName
+	t, conflict := newTarget(in)
 	out := make([]NodeVerdict, 0, len(in.Nodes))
 	for _, n := range in.Nodes {
 		if n == nil {
 			continue
 		}
-		out = append(out, nodeVerdict(&f, n, source, conflict))
+		nv := NodeVerdict{Node: n.Name}
+		if conflict != "" {
+			nv.Reason = "spec.addedNodeSelector conflicts with the VMI's nodeSelector"
+		} else if v := t.judge(n); v.stage == numStages {
+			nv.Fits = true
+		} else {
+			g := group{v: v, count: 1}
+			nv.Reason = strings.TrimPrefix(t.reason(&g), "1 ")
+		}
+		out = append(out, nv)
 	}
 	return out
-}
-
-func nodeVerdict(f *targetFilter, n *corev1.Node, source, conflict string) NodeVerdict {
-	nv := NodeVerdict{Node: n.Name}
-	switch s := f.stageOf(n); {
-	case n.Name == source:
-		nv.Reason = "the VMI's current node: a migration never targets its source node"
-	case conflict != "":
-		nv.Reason = "spec.addedNodeSelector conflicts with the VMI's nodeSelector"
-	case s == numStages:
-		nv.Fits = true
-	case s == stageReady || s == stageSchedulable:
-		nv.Reason = "must be " + f.describe(s)
-	default:
-		nv.Reason = "must " + f.describe(s)
-	}
-	return nv
 }

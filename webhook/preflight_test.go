@@ -75,8 +75,8 @@ func TestTargetNodes(t *testing.T) {
 		fits   bool
 		reason string
 	}{
-		{false, "current node"}, {false, "must be schedulable"}, {false, "must match spec.addedNodeSelector {zone: a}"},
-		{false, "must carry the cluster network " + testCN}, {false, "must be Ready"}, {false, "must run virt-handler"}, {true, ""},
+		{false, "is its current node"}, {false, "is cordoned"}, {false, "lacks label zone=a (spec.addedNodeSelector)"},
+		{false, "does not carry the cluster network " + testCN}, {false, "is not Ready"}, {false, "does not run virt-handler"}, {true, ""},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d node verdicts, want %d: %+v", len(got), len(want), got)
@@ -115,7 +115,7 @@ func TestTargetNodesAgreeWithFeasibleTarget(t *testing.T) {
 		for _, nv := range TargetNodes(&in) {
 			fits = fits || nv.Fits
 		}
-		_, msg := infeasible(&in)
+		_, msg, _ := infeasible(&in)
 		if fits != (msg == "") {
 			t.Fatalf("mask %d: a node fits = %v, but feasibleTarget says %q", mask, fits, msg)
 		}

@@ -64,6 +64,9 @@ type CreateInput struct {
 	Nodes       []*corev1.Node
 	// Policy is the migration-policy setting; nil means the default (all enforced).
 	Policy *settings.MigrationPolicy
+	// Pods gives the VMI's pods and each node's usage; nil when unknown (room on the nodes and
+	// KubeVirt's anti-affinity to the VMI's other pods are then not judged).
+	Pods PodView
 	// User is the admission request's username.
 	User string
 	// index, when set, is the index of Nodes: a feasible target is then found without walking them.
@@ -97,8 +100,12 @@ func EvaluateCreate(in CreateInput) []Decision {
 		}
 	}
 	if m := in.Policy.ModeFor(settings.RuleFeasibleTarget, in.User); m != settings.ModeOff && in.VMI != nil {
-		if fld, msg := infeasible(&in); msg != "" {
+		if fld, msg, notEvaluated := infeasible(&in); msg != "" {
 			out = append(out, decision(settings.RuleFeasibleTarget, m, fld, msg))
+		} else if len(notEvaluated) > 0 {
+			// Admitted without judging everything the scheduler will: say so, never refuse.
+			out = append(out, Decision{Rule: settings.RuleFeasibleTarget, Warn: true, Field: fieldVMIName,
+				Message: "admitted without evaluating " + strings.Join(notEvaluated, ", ") + " of the target pod; if it stays Pending, kubectl describe pod -l kubevirt.io/migrationJobUID=<uid> says why"})
 		}
 	}
 	if m := in.Policy.ModeFor(settings.RuleVMIState, in.User); m != settings.ModeOff {
@@ -299,51 +306,6 @@ func formatSelector(sel map[string]string) string {
 	return b.String()
 }
 
-// The feasibleTarget filters, applied in this order; a node's stage is the first filter it fails.
-type stage int
-
-const (
-	stageOther          stage = iota // not the VMI's current node
-	stageReady                       // NodeReady condition True
-	stageSchedulable                 // not cordoned, no unschedulable/not-ready/unreachable taint
-	stageNodeSelector                // matches the VMI's spec.nodeSelector
-	stageAddedSelector               // matches the VMIM's spec.addedNodeSelector
-	stageVirtHandler                 // eligible for virt-handler
-	stageClusterNetwork              // carries the configured cluster network
-	numStages                        // passed every filter
-)
-
-// targetFilter holds what the feasibleTarget filters compare a node with. The selectors are also
-// flattened into label lists once per admission: iterating a Go map costs more than the lookups.
-type targetFilter struct {
-	vmiSel, addedSel, kvSel map[string]string
-	vmiLabels, addedLabels  []label
-	kvLabels                []label
-	clusterNetwork          string
-	// clusterNetworkLabel is ClusterNetworkLabelPrefix+clusterNetwork, built once: the same test
-	// as settings.HasClusterNetwork without a string concatenation (an allocation) per node.
-	clusterNetworkLabel string
-}
-
-// stageOf returns the first filter after stageOther that n fails, or numStages.
-func (f *targetFilter) stageOf(n *corev1.Node) stage {
-	switch {
-	case !nodeReady(n):
-		return stageReady
-	case !schedulable(n):
-		return stageSchedulable
-	case !hasLabels(n.Labels, f.vmiLabels):
-		return stageNodeSelector
-	case !hasLabels(n.Labels, f.addedLabels):
-		return stageAddedSelector
-	case !eligible(n, f.kvLabels):
-		return stageVirtHandler
-	case f.clusterNetwork != "" && n.Labels[f.clusterNetworkLabel] != "true":
-		return stageClusterNetwork
-	}
-	return numStages
-}
-
 func nodeReady(n *corev1.Node) bool {
 	for i := range n.Status.Conditions {
 		if c := &n.Status.Conditions[i]; c.Type == corev1.NodeReady {
@@ -351,23 +313,6 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-func schedulable(n *corev1.Node) bool {
-	if n.Spec.Unschedulable {
-		return false
-	}
-	for i := range n.Spec.Taints {
-		t := &n.Spec.Taints[i]
-		if t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectNoExecute {
-			continue
-		}
-		switch t.Key {
-		case corev1.TaintNodeUnschedulable, corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable:
-			return false
-		}
-	}
-	return true
 }
 
 // label is one key and value of a node selector.
@@ -384,6 +329,7 @@ func flatten(sel map[string]string) []label {
 	}
 	return out
 }
+
 
 // hasLabels reports whether labels carries every label of sel with the same value.
 func hasLabels(labels map[string]string, sel []label) bool {
@@ -402,65 +348,6 @@ func eligible(n *corev1.Node, kvLabels []label) bool {
 		return false
 	}
 	return hasLabels(n.Labels, kvLabels)
-}
-
-// infeasible returns, when no node other than the VMI's current one passes every filter, the field
-// to blame and a message naming the filter that emptied the candidate set with the counts after
-// each filter; else "", "". One pass over the nodes, stopping at the first feasible one; it
-// allocates only to write the message.
-func infeasible(in *CreateInput) (string, string) {
-	f, conflict := newTargetFilter(in)
-	if conflict != "" {
-		return fieldAddedNodeSelector, conflict
-	}
-	source := in.VMI.Status.NodeName
-	if in.index != nil && in.index.anyFeasible(&f, source) {
-		return "", ""
-	}
-	var failedAt [numStages + 1]int // failedAt[s]: nodes whose first failed filter is s
-	var sourceNode *corev1.Node
-	for _, n := range in.Nodes {
-		if n == nil {
-			continue
-		}
-		if source != "" && n.Name == source {
-			sourceNode = n
-			continue
-		}
-		s := f.stageOf(n)
-		if s == numStages {
-			return "", ""
-		}
-		failedAt[s]++
-	}
-	// passed[k]: nodes passing filters stageOther..k.
-	var passed [numStages]int
-	for k := range numStages {
-		for s := k + 1; s <= numStages; s++ {
-			passed[k] += failedAt[s]
-		}
-	}
-	return f.explain(in, passed, sourceNode != nil && f.stageOf(sourceNode) == numStages)
-}
-
-// newTargetFilter builds the feasibleTarget filters of in (whose VMI is set), or returns the
-// message of a conflict between the VMI's nodeSelector and spec.addedNodeSelector, which no node
-// can satisfy.
-func newTargetFilter(in *CreateInput) (targetFilter, string) {
-	vmi, vmim := in.VMI, in.VMIM
-	f := targetFilter{vmiSel: vmi.Spec.NodeSelector, addedSel: vmim.Spec.AddedNodeSelector}
-	if w := kubeVirtWorkloads(in.KubeVirt); w != nil {
-		f.kvSel = w.NodeSelector
-	}
-	if in.CurrentHash != "" && in.Network != nil && in.Network.Hash == in.CurrentHash {
-		f.clusterNetwork = in.Network.ClusterNetwork
-		f.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + f.clusterNetwork
-	}
-	if msg := selectorConflict(vmi, f.vmiSel, f.addedSel); msg != "" {
-		return f, msg
-	}
-	f.vmiLabels, f.addedLabels, f.kvLabels = flatten(f.vmiSel), flatten(f.addedSel), flatten(f.kvSel)
-	return f, ""
 }
 
 func kubeVirtWorkloads(kv *kubevirtv1.KubeVirt) *kubevirtv1.NodePlacement {
@@ -489,87 +376,6 @@ func selectorConflict(vmi *kubevirtv1.VirtualMachineInstance, vmiSel, addedSel m
 	}
 	return fmt.Sprintf("spec.addedNodeSelector conflicts with the nodeSelector of VirtualMachineInstance %s/%s: %s, so no node can match both; "+
 		"drop the key from spec.addedNodeSelector or give it the VMI's value", vmi.Namespace, vmi.Name, strings.Join(parts, "; "))
-}
-
-// explain writes the feasibleTarget message from the counts after each filter.
-func (f *targetFilter) explain(in *CreateInput, passed [numStages]int, sourceFits bool) (string, string) {
-	vmi := in.VMI
-	source := vmi.Status.NodeName
-	var b strings.Builder
-	fmt.Fprintf(&b, "no node can receive VirtualMachineInstance %s/%s: ", vmi.Namespace, vmi.Name)
-	if source != "" {
-		fmt.Fprintf(&b, "%d %s other than its current node %s", passed[stageOther], plural(passed[stageOther], "node", "nodes"), source)
-	} else {
-		fmt.Fprintf(&b, "%d %s", passed[stageOther], plural(passed[stageOther], "node", "nodes"))
-	}
-	empty := stageOther
-	for k := stageReady; k < numStages && passed[empty] > 0; k++ {
-		what := f.describe(k)
-		if what == "" { // a filter that is not in force cannot empty the set
-			continue
-		}
-		fmt.Fprintf(&b, "; %d %s", passed[k], what)
-		empty = k
-	}
-	b.WriteString("; ")
-	b.WriteString(f.hint(empty))
-	if sourceFits {
-		fmt.Fprintf(&b, " (only its current node %s satisfies every constraint, and a migration never targets its source node)", source)
-	}
-	fld := fieldVMIName
-	if empty == stageAddedSelector {
-		fld = fieldAddedNodeSelector
-	}
-	return fld, b.String()
-}
-
-// describe words filter k for the count chain, or returns "" when it is not in force.
-func (f *targetFilter) describe(k stage) string {
-	switch k {
-	case stageReady:
-		return "Ready"
-	case stageSchedulable:
-		return "schedulable (not cordoned, no unschedulable, not-ready or unreachable taint)"
-	case stageNodeSelector:
-		if len(f.vmiSel) > 0 {
-			return "match its nodeSelector " + formatSelector(f.vmiSel)
-		}
-	case stageAddedSelector:
-		if len(f.addedSel) > 0 {
-			return "match spec.addedNodeSelector " + formatSelector(f.addedSel)
-		}
-	case stageVirtHandler:
-		if len(f.kvSel) > 0 {
-			return "run virt-handler (not a witness node, labels " + formatSelector(f.kvSel) + " of the KubeVirt CR's spec.workloads.nodePlacement.nodeSelector)"
-		}
-		return "run virt-handler (not a witness node)"
-	case stageClusterNetwork:
-		if f.clusterNetwork != "" {
-			return fmt.Sprintf("carry the cluster network %s (label %s%s=true)", f.clusterNetwork, settings.ClusterNetworkLabelPrefix, f.clusterNetwork)
-		}
-	}
-	return ""
-}
-
-// hint says what to do when filter k emptied the candidate set.
-func (f *targetFilter) hint(k stage) string {
-	switch k {
-	case stageOther:
-		return "a migration never targets its source node: add a node that can run the VMI"
-	case stageReady:
-		return "retry when another node is Ready"
-	case stageSchedulable:
-		return "uncordon a node (kubectl uncordon <node>) or retry when one is schedulable"
-	case stageNodeSelector:
-		return "label another node to match the VMI's nodeSelector"
-	case stageAddedSelector:
-		return "change spec.addedNodeSelector or label another node to match it"
-	case stageVirtHandler:
-		return "virt-handler, which receives migrations, runs on none of them"
-	case stageClusterNetwork:
-		return fmt.Sprintf("attach another node to the cluster network %s or change the setting %s", f.clusterNetwork, v1beta1.MigrationNetwork)
-	}
-	return ""
 }
 
 func plural(n int, one, many string) string {

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"strings"
 	"testing"
 
@@ -48,7 +49,9 @@ func withTaint(key string, effect corev1.TaintEffect) nodeOpt {
 // node builds a Ready, schedulable node carrying the cluster network testCN.
 func node(name string, opts ...nodeOpt) *corev1.Node {
 	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{settings.ClusterNetworkLabelPrefix + testCN: "true"}},
+		// What virt-handler's node labeller marks every node it can run VMs on with, and what
+		// KubeVirt's target pod selects.
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{settings.ClusterNetworkLabelPrefix + testCN: "true", kubevirtv1.NodeSchedulable: "true"}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
 			{Type: corev1.NodeReady, Status: corev1.ConditionTrue}, // notReady flips index 0
 			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
@@ -222,38 +225,52 @@ func TestEvaluateCreate(t *testing.T) {
 		{name: "only the source node matches", modify: func(in *CreateInput) {
 			in.VMI.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 			in.Nodes[0].Labels["disk"] = "ssd"
-		}, want: []want{deny(tgtRule, fieldVMIName, "2 nodes other than its current node node-0", "0 match its nodeSelector {disk: ssd}",
-			"only its current node node-0 satisfies every constraint, and a migration never targets its source node")}},
+		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 lack label disk=ssd (the VMI's nodeSelector), 1 is its current node node-0",
+			"label another node to match the VMI's nodeSelector")}},
 		{name: "single-node cluster", modify: func(in *CreateInput) { in.Nodes = in.Nodes[:1] },
-			want: []want{deny(tgtRule, fieldVMIName, "0 nodes other than its current node node-0", "never targets its source node",
-				"only its current node node-0")}},
+			want: []want{deny(tgtRule, fieldVMIName, "0 of 1 node can take its target pod: 1 is its current node node-0",
+				"a migration never targets its source node: add a node")}},
 		{name: "cordoned targets", modify: func(in *CreateInput) { cordoned(in.Nodes[1]); cordoned(in.Nodes[2]) },
-			want: []want{deny(tgtRule, fieldVMIName, "2 Ready; 0 schedulable", "kubectl uncordon")}},
+			want: []want{deny(tgtRule, fieldVMIName, "2 are cordoned", "kubectl uncordon")}},
+		{name: "cordoned targets, tolerated", modify: func(in *CreateInput) {
+			cordoned(in.Nodes[1])
+			in.VMI.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		}},
 		{name: "unschedulable taint without the flag", modify: func(in *CreateInput) {
 			withTaint(corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule)(in.Nodes[1])
 			withTaint(corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute)(in.Nodes[2])
-		}, want: []want{deny(tgtRule, fieldVMIName, "0 schedulable")}},
-		{name: "other taints do not count", modify: func(in *CreateInput) {
+		}, want: []want{deny(tgtRule, fieldVMIName, "1 has taint node.kubernetes.io/unschedulable:NoSchedule that the VMI does not tolerate",
+			"1 has taint node.kubernetes.io/unreachable:NoExecute")}},
+		{name: "PreferNoSchedule taints do not count", modify: func(in *CreateInput) {
 			withTaint(corev1.TaintNodeUnschedulable, corev1.TaintEffectPreferNoSchedule)(in.Nodes[1])
 			withTaint("dedicated", corev1.TaintEffectNoSchedule)(in.Nodes[2])
 		}},
+		{name: "untolerated taints", modify: func(in *CreateInput) {
+			withTaint("dedicated", corev1.TaintEffectNoSchedule)(in.Nodes[1])
+			withTaint("dedicated", corev1.TaintEffectNoSchedule)(in.Nodes[2])
+		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 have taint dedicated:NoSchedule that the VMI does not tolerate, 1 is its current node node-0",
+			"kubectl taint node <node> dedicated:NoSchedule-", "spec.tolerations")}},
+		{name: "tolerated taints", modify: func(in *CreateInput) {
+			withTaint("dedicated", corev1.TaintEffectNoSchedule)(in.Nodes[1])
+			withTaint("dedicated", corev1.TaintEffectNoSchedule)(in.Nodes[2])
+			in.VMI.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+		}},
 		{name: "not-ready nodes", modify: func(in *CreateInput) { notReady(in.Nodes[1]); noConditions(in.Nodes[2]) },
-			want: []want{deny(tgtRule, fieldVMIName, "2 nodes other than its current node node-0; 0 Ready; retry when another node is Ready")}},
+			want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 are not Ready, 1 is its current node node-0; retry when another node is Ready")}},
 		{name: "one candidate is enough", modify: func(in *CreateInput) { notReady(in.Nodes[1]) }},
 		{name: "witness nodes", modify: func(in *CreateInput) {
 			withLabels(settings.WitnessLabel, "")(in.Nodes[1])
 			withLabels(settings.WitnessLabel, "true")(in.Nodes[2])
-		}, want: []want{deny(tgtRule, fieldVMIName, "2 schedulable (", "0 run virt-handler (not a witness node)", "virt-handler, which receives migrations")}},
+		}, want: []want{deny(tgtRule, fieldVMIName, "2 do not run virt-handler (a witness node)", "virt-handler, which receives migrations")}},
 		{name: "KubeVirt workloads placement", modify: func(in *CreateInput) {
 			in.KubeVirt.Spec.Workloads = &kubevirtv1.ComponentConfig{NodePlacement: &kubevirtv1.NodePlacement{
-				NodeSelector: map[string]string{"kubevirt.io/schedulable": "true"}}}
-			withLabels("kubevirt.io/schedulable", "true")(in.Nodes[0])
-		}, want: []want{deny(tgtRule, fieldVMIName, "0 run virt-handler", "{kubevirt.io/schedulable: true}", "only its current node node-0")}},
+				NodeSelector: map[string]string{"virt": "yes"}}}
+			withLabels("virt", "yes")(in.Nodes[0])
+		}, want: []want{deny(tgtRule, fieldVMIName, "2 do not run virt-handler", "{virt: yes}", "1 is its current node node-0")}},
 		{name: "cluster network missing on the only candidate", modify: func(in *CreateInput) {
 			in.Nodes = in.Nodes[:2]
 			withoutLabel(settings.ClusterNetworkLabelPrefix + testCN)(in.Nodes[1])
-		}, want: []want{deny(tgtRule, fieldVMIName, "1 node other than its current node node-0", "1 run virt-handler (not a witness node)",
-			"0 carry the cluster network migration (label network.harvesterhci.io/migration=true)", "attach another node")}},
+		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 2 nodes can take its target pod: 1 is its current node node-0, 1 does not carry the cluster network migration (label network.harvesterhci.io/migration=true)", "attach another node")}},
 		{name: "cluster network ignored when not configured", modify: func(in *CreateInput) {
 			in.CurrentHash, in.Network = "", nil
 			withoutLabel(settings.ClusterNetworkLabelPrefix + testCN)(in.Nodes[1])
@@ -267,23 +284,22 @@ func TestEvaluateCreate(t *testing.T) {
 		}},
 		{name: "VMI nodeSelector matches nothing", modify: func(in *CreateInput) {
 			in.VMI.Spec.NodeSelector = map[string]string{"disk": "ssd"}
-		}, want: []want{deny(tgtRule, fieldVMIName, "2 schedulable", "0 match its nodeSelector {disk: ssd}", "label another node")}},
+		}, want: []want{deny(tgtRule, fieldVMIName, "2 lack label disk=ssd (the VMI's nodeSelector)", "label another node")}},
 		{name: "addedNodeSelector matches nothing", modify: func(in *CreateInput) {
 			in.VMI.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 			in.VMIM.Spec.AddedNodeSelector = map[string]string{"disk": "ssd", "rack": "r9"}
 			for _, n := range in.Nodes {
 				withLabels("disk", "ssd")(n)
 			}
-		}, want: []want{deny(tgtRule, fieldAddedNodeSelector, "2 match its nodeSelector {disk: ssd}",
-			"0 match spec.addedNodeSelector {disk: ssd, rack: r9}", "change spec.addedNodeSelector")}},
+		}, want: []want{deny(tgtRule, fieldAddedNodeSelector, "2 lack label rack=r9 (spec.addedNodeSelector)", "change spec.addedNodeSelector")}},
 		{name: "addedNodeSelector narrows to a valid target", modify: func(in *CreateInput) {
 			in.VMIM.Spec.AddedNodeSelector = map[string]string{"rack": "r2"}
 			withLabels("rack", "r2")(in.Nodes[2])
 		}},
 		{name: "nil nodes are ignored", modify: func(in *CreateInput) { in.Nodes = []*corev1.Node{nil, in.Nodes[0], nil} },
-			want: []want{deny(tgtRule, fieldVMIName, "0 nodes other than")}},
+			want: []want{deny(tgtRule, fieldVMIName, "0 of 1 node can take")}},
 		{name: "VMI not scheduled yet", modify: func(in *CreateInput) { in.VMI.Status.NodeName = ""; in.Nodes = nil },
-			want: []want{deny(tgtRule, fieldVMIName, "no node can receive VirtualMachineInstance ns/vm: 0 nodes;")}},
+			want: []want{deny(tgtRule, fieldVMIName, "no node can receive VirtualMachineInstance ns/vm: 0 of 0 nodes can take its target pod;")}},
 
 		// 4. vmiState
 		{name: "VMI missing", modify: func(in *CreateInput) { in.VMI = nil },
@@ -324,7 +340,7 @@ func TestEvaluateCreate(t *testing.T) {
 			in.KubeVirt, in.Network = nil, nil
 			cordoned(in.Nodes[1])
 			cordoned(in.Nodes[2])
-		}, want: []want{deny(kvRule, ""), deny(netRule, ""), deny(tgtRule, fieldVMIName, "0 schedulable")}},
+		}, want: []want{deny(kvRule, ""), deny(netRule, ""), deny(tgtRule, fieldVMIName, "2 are cordoned")}},
 		{name: "exempt user still needs the VMI", modify: func(in *CreateInput) {
 			in.Policy, in.User, in.VMI = policy(nil, "alice"), "alice", nil
 		}, want: []want{deny(vmiRule, fieldVMIName, "not found")}},
@@ -334,7 +350,7 @@ func TestEvaluateCreate(t *testing.T) {
 			notReady(in.Nodes[1])
 			notReady(in.Nodes[2])
 			in.OtherMigrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim("running", testVMI, kubevirtv1.MigrationRunning)}
-		}, want: []want{warn(kvRule, ""), warn(netRule, ""), warn(tgtRule, fieldVMIName, "0 Ready"), warn(vmiRule, fieldVMIName, "running")}},
+		}, want: []want{warn(kvRule, ""), warn(netRule, ""), warn(tgtRule, fieldVMIName, "2 are not Ready"), warn(vmiRule, fieldVMIName, "running")}},
 		{name: "mixed modes", modify: func(in *CreateInput) {
 			in.Policy = policy(map[settings.Rule]settings.Mode{kvRule: settings.ModeWarn, netRule: settings.ModeOff})
 			in.KubeVirt, in.Network = nil, nil
@@ -355,17 +371,17 @@ func TestEvaluateCreate(t *testing.T) {
 	}
 }
 
-// TestFeasibleTargetMessage pins one full message: the counts after each filter in force and the
-// filter that emptied the set.
+// TestFeasibleTargetMessage pins one full message: the node count per reason, most first, and the
+// hint for the largest reason.
 func TestFeasibleTargetMessage(t *testing.T) {
 	in := baseCreate()
 	in.Nodes = append(in.Nodes, node("node-3"))
 	in.VMI.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 	notReady(in.Nodes[3])
 	got := EvaluateCreate(in)
-	wantMsg := "no node can receive VirtualMachineInstance ns/vm: 3 nodes other than its current node node-0; 2 Ready; " +
-		"2 schedulable (not cordoned, no unschedulable, not-ready or unreachable taint); 0 match its nodeSelector {disk: ssd}; " +
-		"label another node to match the VMI's nodeSelector"
+	wantMsg := "no node can receive VirtualMachineInstance ns/vm: 0 of 4 nodes can take its target pod: " +
+		"2 lack label disk=ssd (the VMI's nodeSelector), 1 is its current node node-0, 1 is not Ready; " +
+		"label another node to match the VMI's nodeSelector (not evaluated: room on the nodes (no pod cache))"
 	if len(got) != 1 {
 		t.Fatalf("got %d decisions, want 1: %+v", len(got), got)
 	}
@@ -379,8 +395,7 @@ func TestFeasibleTargetMessage(t *testing.T) {
 	in.KubeVirt = readyKubeVirt()
 	in.KubeVirt.Spec.Workloads = &kubevirtv1.ComponentConfig{NodePlacement: &kubevirtv1.NodePlacement{NodeSelector: map[string]string{"virt": "yes"}}}
 	got = EvaluateCreate(in)
-	if len(got) != 1 || strings.Contains(got[0].Message, "nodeSelector {") || strings.Contains(got[0].Message, "spec.addedNodeSelector {") ||
-		!strings.Contains(got[0].Message, "virt: yes") {
+	if len(got) != 1 || strings.Contains(got[0].Message, "lack label") || !strings.Contains(got[0].Message, "virt: yes") {
 		t.Errorf("decisions %+v: want one naming KubeVirt's nodePlacement {virt: yes} and no selector filter that is not in force", got)
 	}
 }
@@ -577,9 +592,10 @@ func TestTargetFilterAgreesWithSettings(t *testing.T) {
 		node("network-false", withLabels("kubevirt.io/schedulable", "true", "zone", "a", settings.ClusterNetworkLabelPrefix+testCN, "false")),
 	}
 	for _, sel := range []map[string]string{nil, kvSel} {
-		f := targetFilter{kvSel: sel, kvLabels: flatten(sel), clusterNetwork: testCN, clusterNetworkLabel: settings.ClusterNetworkLabelPrefix + testCN}
+		f := target{kvSel: sel, kvLabels: flatten(sel), clusterNetwork: testCN, clusterNetworkLabel: settings.ClusterNetworkLabelPrefix + testCN,
+			affinity: nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{})}
 		for _, n := range nodes {
-			s := f.stageOf(n)
+			s := f.judge(n).stage
 			if got, want := s > stageVirtHandler, settings.Eligible(n, sel); got != want {
 				t.Errorf("selector %v, node %s: eligible %v, settings.Eligible %v", sel, n.Name, got, want)
 			}

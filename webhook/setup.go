@@ -27,6 +27,9 @@ type Options struct {
 	Metrics *Metrics
 	// Recorder records a Warning event on the VMI of each refused migration; nil records none.
 	Recorder record.EventRecorder
+	// Pods is the pod cache (NewPodCache) the feasibleTarget rule reads room on the nodes from;
+	// nil leaves room unjudged.
+	Pods *PodCache
 }
 
 // NewScheme returns a scheme with every kind migranet reads or writes.
@@ -77,7 +80,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}{
 		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace,
-			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder, nodeState: snap.load,
+			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder, Pods: podView(opts.Pods), nodeState: snap.load,
 			kubeVirt: kv.get, settingsView: sv.get}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},
@@ -88,4 +91,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// podView keeps a nil *PodCache a nil PodView.
+func podView(p *PodCache) PodView {
+	if p == nil {
+		return nil
+	}
+	return p
 }

@@ -12,6 +12,19 @@ type CacheSyncer interface {
 	WaitForCacheSync(ctx context.Context) bool
 }
 
+// AllSynced waits for every one of its caches.
+type AllSynced []CacheSyncer
+
+// WaitForCacheSync implements CacheSyncer.
+func (a AllSynced) WaitForCacheSync(ctx context.Context) bool {
+	for _, c := range a {
+		if !c.WaitForCacheSync(ctx) {
+			return false
+		}
+	}
+	return true
+}
+
 // SyncedCheck is a readiness check that passes once the informer caches admission reads have
 // synced. Until then a replica would judge from a partial view — a VMI that exists reported
 // "not found" — so it must not be sent traffic. It is a manager runnable that every replica runs,

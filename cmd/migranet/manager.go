@@ -212,7 +212,11 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		Interval: f.guardScan, Metrics: netMetrics}); err != nil {
 		return fmt.Errorf("setting up the offender scan: %w", err)
 	}
-	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots,
+	pods, err := webhook.NewPodCache(mgr)
+	if err != nil {
+		return err
+	}
+	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Pods: pods,
 		Metrics: webhookMetrics, Recorder: mgr.GetEventRecorderFor("migranet-webhook")}); err != nil {
 		return fmt.Errorf("setting up webhooks: %w", err)
 	}
@@ -222,7 +226,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
-	synced := &webhook.SyncedCheck{Cache: mgr.GetCache()}
+	synced := &webhook.SyncedCheck{Cache: webhook.AllSynced{mgr.GetCache(), pods}}
 	if err := mgr.Add(synced); err != nil {
 		return err
 	}

@@ -126,8 +126,12 @@ func preflight(ctx context.Context, c client.Client, kubevirtNamespace string, v
 	if err != nil {
 		return nil, err
 	}
+	pods, err := webhook.ListPods(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	v := &webhook.MigrationValidator{Reader: webhook.APIReader(c), Nodes: nodes, KubeVirtNamespace: kubevirtNamespace,
-		Snapshots: netcontroller.StoreOf(snap)}
+		Snapshots: netcontroller.StoreOf(snap), Pods: pods}
 	return v.Preflight(ctx, vmim, user)
 }
 

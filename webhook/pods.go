@@ -1,0 +1,228 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+
+// PodView answers what the feasibleTarget rule needs of the cluster's pods.
+type PodView interface {
+	// OfVMI returns the non-terminal pods bound to a node and labelled kubevirt.io/created-by=uid
+	// (the VMI's virt-launcher pods).
+	OfVMI(uid types.UID) []*corev1.Pod
+	// Usage returns what the non-terminal pods bound to node request, and how many there are.
+	Usage(node string) NodeUsage
+}
+
+// NodeUsage is what a node's pods request.
+type NodeUsage struct {
+	Requests corev1.ResourceList
+	Pods     int
+}
+
+// Pod cache indexes.
+const (
+	podNodeIndex      = "spec.nodeName"
+	podCreatedByIndex = "createdBy"
+)
+
+// activePods is the field selector kube-scheduler's own pod informer uses: pods that still hold
+// their node's resources.
+var activePods = fields.ParseSelectorOrDie("status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed))
+
+// PodCache is a cache of every active pod in the cluster, each trimmed to what scheduling reads
+// (its node, its total requests, and a virt-launcher's node selector), with per-node usage
+// computed on the first read after a pod event on that node. It is separate from the manager's
+// cache, which holds full virt-handler pods of the KubeVirt namespace only.
+type PodCache struct {
+	cache.Cache
+	mu    sync.Mutex
+	usage map[string]NodeUsage // per node; an entry is dropped by an event on one of its pods
+	// gen counts pod events: a sum computed while one arrived is not kept, as it may predate it.
+	gen uint64
+}
+
+// NewPodCache builds the pod cache with mgr's configuration and registers it with mgr, so it
+// starts (on every replica) and stops with it.
+func NewPodCache(mgr ctrl.Manager) (*PodCache, error) {
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Field: activePods, Transform: TrimPod}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the pod cache: %w", err)
+	}
+	p := &PodCache{Cache: c, usage: map[string]NodeUsage{}}
+	if err := mgr.Add(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Start indexes the pods and starts the cache. The informer is created here, before the cache
+// starts, so it starts with it.
+func (p *PodCache) Start(ctx context.Context) error {
+	if err := p.index(ctx); err != nil {
+		return err
+	}
+	return p.Cache.Start(ctx)
+}
+
+// NeedLeaderElection is false: every replica serves admission.
+func (p *PodCache) NeedLeaderElection() bool { return false }
+
+func (p *PodCache) index(ctx context.Context) error {
+	byNode := func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}
+	byCreator := func(o client.Object) []string {
+		if uid := o.GetLabels()[kubevirtv1.CreatedByLabel]; uid != "" && o.(*corev1.Pod).Spec.NodeName != "" {
+			return []string{uid}
+		}
+		return nil
+	}
+	if err := p.IndexField(ctx, &corev1.Pod{}, podNodeIndex, byNode); err != nil {
+		return err
+	}
+	if err := p.IndexField(ctx, &corev1.Pod{}, podCreatedByIndex, byCreator); err != nil {
+		return err
+	}
+	inf, err := p.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	forget := func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+			p.mu.Lock()
+			delete(p.usage, pod.Spec.NodeName)
+			p.gen++
+			p.mu.Unlock()
+		}
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: forget, DeleteFunc: forget,
+		UpdateFunc: func(oldObj, newObj any) { forget(oldObj); forget(newObj) },
+	})
+	return err
+}
+
+// OfVMI implements PodView.
+func (p *PodCache) OfVMI(uid types.UID) []*corev1.Pod {
+	return p.list(client.MatchingFields{podCreatedByIndex: string(uid)})
+}
+
+// Usage implements PodView, summing the node's pods once per change of them.
+func (p *PodCache) Usage(node string) NodeUsage {
+	p.mu.Lock()
+	u, ok := p.usage[node]
+	gen := p.gen
+	p.mu.Unlock()
+	if ok {
+		return u
+	}
+	u = sumUsage(p.list(client.MatchingFields{podNodeIndex: node}))
+	p.mu.Lock()
+	if p.gen == gen {
+		p.usage[node] = u
+	}
+	p.mu.Unlock()
+	return u
+}
+
+func (p *PodCache) list(sel client.MatchingFields) []*corev1.Pod {
+	list := &corev1.PodList{}
+	if err := p.List(context.Background(), list, sel, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out
+}
+
+func sumUsage(pods []*corev1.Pod) NodeUsage {
+	u := NodeUsage{Requests: corev1.ResourceList{}}
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		u.Pods++
+		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+			sum := u.Requests[name]
+			sum.Add(q)
+			u.Requests[name] = sum
+		}
+	}
+	return u
+}
+
+// PodList is a PodView over a list of pods read once (migranet preflight reads them from the API).
+type PodList []*corev1.Pod
+
+// OfVMI implements PodView.
+func (l PodList) OfVMI(uid types.UID) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range l {
+		if p.Spec.NodeName != "" && p.Labels[kubevirtv1.CreatedByLabel] == string(uid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Usage implements PodView.
+func (l PodList) Usage(node string) NodeUsage {
+	var on []*corev1.Pod
+	for _, p := range l {
+		if p.Spec.NodeName == node {
+			on = append(on, p)
+		}
+	}
+	return sumUsage(on)
+}
+
+// TrimPod is the pod cache's transform: it keeps a pod's identity, labels, node, phase and, for a
+// virt-launcher pod, its node selector, and replaces its containers by one that requests what the
+// whole pod does (resourcehelper.PodRequests: containers, init containers, sidecars, overhead), so a
+// cached pod costs a few hundred bytes and its requests are summed once.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, Labels: pod.Labels},
+		Spec: corev1.PodSpec{
+			NodeName:   pod.Spec.NodeName,
+			Containers: []corev1.Container{{Name: "requests", Resources: corev1.ResourceRequirements{Requests: resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})}}},
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	if pod.Labels[kubevirtv1.AppLabel] == "virt-launcher" {
+		out.Spec.NodeSelector = pod.Spec.NodeSelector
+	}
+	return out, nil
+}

@@ -1,0 +1,395 @@
+package webhook
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/targetpod"
+)
+
+// The feasibleTarget checks, in the order a node is judged; a node's stage is the first check it
+// fails, and the denial counts nodes per stage (and per taint, label or resource within one).
+type stage int
+
+const (
+	stageSource         stage = iota // the VMI's current node
+	stageOccupied                    // runs another pod of the VMI (KubeVirt's anti-affinity)
+	stageReady                       // NodeReady condition not True
+	stageCordoned                    // spec.unschedulable, not tolerated
+	stageTaint                       // a NoSchedule/NoExecute taint the VMI does not tolerate
+	stageSelector                    // lacks a label of the target pod's node selector
+	stageAffinity                    // fails the target pod's required node affinity
+	stageVirtHandler                 // not eligible for virt-handler
+	stageClusterNetwork              // does not carry the configured cluster network
+	stageRoom                        // cannot hold the target pod's requests
+	numStages                        // feasible
+)
+
+// target is the migration target pod as the scheduler will judge it, with what migranet adds
+// (virt-handler and the cluster network on the node).
+type target struct {
+	c targetpod.Constraints
+	// sel is c.Selector as labels, for the node index; why[i] is sel[i]'s reason.
+	sel []label
+	why []string
+	// affinity is the target pod's required node affinity (nodeaffinity.GetRequiredNodeAffinity
+	// of a pod carrying only the affinity: the node selector is judged label by label).
+	affinity nodeaffinity.RequiredNodeAffinity
+	source   string
+	occupied map[string]bool
+	// requests is the target pod's (the source pod's) requests; nil when unknown (room is then
+	// not judged).
+	requests corev1.ResourceList
+	pods     PodView
+	// unknown says what could not be judged for want of the pods, "" when nothing; it is named
+	// in a denial only (a running VMI always has its pod: its absence is a transient of the cache).
+	unknown  string
+	kvLabels []label
+	kvSel    map[string]string
+	// clusterNetwork is the configured cluster network, "" when none is in force;
+	// clusterNetworkLabel is its node label, built once.
+	clusterNetwork, clusterNetworkLabel string
+}
+
+// newTarget derives the target pod of in (whose VMI is set), or returns the message of a conflict
+// between the VMI's nodeSelector and spec.addedNodeSelector: virt-controller keeps the VMI's value,
+// so the migration would silently ignore what spec.addedNodeSelector asks for.
+func newTarget(in *CreateInput) (*target, string) {
+	vmi, vmim := in.VMI, in.VMIM
+	if msg := selectorConflict(vmi, vmi.Spec.NodeSelector, vmim.Spec.AddedNodeSelector); msg != "" {
+		return nil, msg
+	}
+	t := &target{source: vmi.Status.NodeName, pods: in.Pods}
+	var sourceNode *corev1.Node
+	for _, n := range in.Nodes {
+		if n != nil && n.Name == t.source && t.source != "" {
+			sourceNode = n
+			break
+		}
+	}
+	var sourcePod *corev1.Pod
+	if in.Pods != nil {
+		t.occupied = map[string]bool{}
+		for _, p := range in.Pods.OfVMI(vmi.UID) {
+			t.occupied[p.Spec.NodeName] = true
+			if p.Spec.NodeName == t.source && p.Labels[kubevirtv1.AppLabel] == "virt-launcher" {
+				sourcePod = p
+			}
+		}
+	}
+	tin := targetpod.Input{VMI: vmi, VMIM: vmim, KubeVirt: in.KubeVirt, SourceNode: sourceNode}
+	if sourcePod != nil {
+		tin.SourcePodSelector = sourcePod.Spec.NodeSelector
+		// Trimmed (the pod cache) or whole (preflight), a pod's total is PodRequests'.
+		t.requests = resourcehelper.PodRequests(sourcePod, resourcehelper.PodResourcesOptions{})
+	}
+	t.c = targetpod.Render(tin)
+	switch {
+	case in.Pods == nil:
+		t.unknown = "room on the nodes (no pod cache)"
+	case sourcePod == nil:
+		t.unknown = "room on the nodes (the VMI's virt-launcher pod on " + orUnknown(t.source) + " is not known)"
+	}
+	for _, r := range t.c.Selector {
+		t.sel = append(t.sel, label{r.Key, r.Value})
+		t.why = append(t.why, r.Why)
+	}
+	t.affinity = nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: corev1.PodSpec{Affinity: t.c.Affinity}})
+	if w := kubeVirtWorkloads(in.KubeVirt); w != nil {
+		t.kvSel = w.NodeSelector
+		t.kvLabels = flatten(t.kvSel)
+	}
+	if in.CurrentHash != "" && in.Network != nil && in.Network.Hash == in.CurrentHash {
+		t.clusterNetwork = in.Network.ClusterNetwork
+		t.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + t.clusterNetwork
+	}
+	return t, ""
+}
+
+// verdict is one node's: the first check it fails (numStages when none) and, within that check,
+// which taint, label (index into sel) or resource.
+type nodeVerdict struct {
+	stage stage
+	taint corev1.Taint
+	label int
+	res   corev1.ResourceName
+	free  resource.Quantity // for stageRoom: what the node has free of res
+}
+
+// judge runs the checks on n.
+func (t *target) judge(n *corev1.Node) nodeVerdict {
+	switch {
+	case n.Name == t.source && t.source != "":
+		return nodeVerdict{stage: stageSource}
+	case t.occupied[n.Name]:
+		return nodeVerdict{stage: stageOccupied}
+	case !nodeReady(n):
+		return nodeVerdict{stage: stageReady}
+	case n.Spec.Unschedulable && !tolerates(t.c.Tolerations, corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule):
+		// The scheduler's NodeUnschedulable filter.
+		return nodeVerdict{stage: stageCordoned}
+	}
+	if taint, bad := corev1helpers.FindMatchingUntoleratedTaint(n.Spec.Taints, t.c.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}); bad {
+		return nodeVerdict{stage: stageTaint, taint: taint}
+	}
+	for i := range t.sel {
+		if got, ok := n.Labels[t.sel[i].key]; !ok || got != t.sel[i].value {
+			return nodeVerdict{stage: stageSelector, label: i}
+		}
+	}
+	if ok, err := t.affinity.Match(n); !ok || err != nil {
+		return nodeVerdict{stage: stageAffinity}
+	}
+	switch {
+	case !eligible(n, t.kvLabels):
+		return nodeVerdict{stage: stageVirtHandler}
+	case t.clusterNetwork != "" && n.Labels[t.clusterNetworkLabel] != "true":
+		return nodeVerdict{stage: stageClusterNetwork}
+	}
+	if t.requests != nil {
+		if res, free, ok := fits(t.requests, n.Status.Allocatable, t.pods.Usage(n.Name)); !ok {
+			return nodeVerdict{stage: stageRoom, res: res, free: free}
+		}
+	}
+	return nodeVerdict{stage: numStages}
+}
+
+func tolerates(tols []corev1.Toleration, key string, effect corev1.TaintEffect) bool {
+	return corev1helpers.TolerationsTolerateTaint(tols, &corev1.Taint{Key: key, Effect: effect})
+}
+
+// fits is the scheduler's NodeResourcesFit filter (fitsRequest): one more pod within the node's
+// allocatable pod count, then every resource the pod requests (a zero request is not checked)
+// within allocatable minus what the node's pods request. It returns the first resource that does
+// not fit and how much of it the node has free.
+func fits(req, allocatable corev1.ResourceList, used NodeUsage) (corev1.ResourceName, resource.Quantity, bool) {
+	if max, ok := allocatable[corev1.ResourcePods]; ok && int64(used.Pods)+1 > max.Value() {
+		return corev1.ResourcePods, *resource.NewQuantity(max.Value()-int64(used.Pods), resource.DecimalSI), false
+	}
+	for _, name := range requestOrder(req) {
+		want := req[name]
+		if want.IsZero() {
+			continue
+		}
+		free := allocatable[name].DeepCopy()
+		free.Sub(used.Requests[name])
+		if want.Cmp(free) > 0 {
+			return name, free, false
+		}
+	}
+	return "", resource.Quantity{}, true
+}
+
+// requestOrder is cpu, memory, ephemeral-storage, then the others by name: the scheduler's order.
+func requestOrder(req corev1.ResourceList) []corev1.ResourceName {
+	out := make([]corev1.ResourceName, 0, len(req))
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		if _, ok := req[n]; ok {
+			out = append(out, n)
+		}
+	}
+	var rest []corev1.ResourceName
+	for n := range req {
+		if n != corev1.ResourceCPU && n != corev1.ResourceMemory && n != corev1.ResourceEphemeralStorage {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// group counts the nodes that failed the same check for the same taint, label or resource.
+type group struct {
+	v     nodeVerdict
+	count int
+}
+
+func (g *group) same(v nodeVerdict) bool {
+	if g.v.stage != v.stage {
+		return false
+	}
+	switch v.stage {
+	case stageTaint:
+		return g.v.taint.Key == v.taint.Key && g.v.taint.Value == v.taint.Value && g.v.taint.Effect == v.taint.Effect
+	case stageSelector:
+		return g.v.label == v.label
+	case stageRoom:
+		return g.v.res == v.res
+	}
+	return true
+}
+
+// infeasible returns, when no node can take the target pod, the field to blame and a message with
+// the node count per reason; else "", "" and the VMI's constraints it did not evaluate. With the
+// node index it stops at the first feasible node without walking the others.
+func infeasible(in *CreateInput) (fld, msg string, notEvaluated []string) {
+	t, conflict := newTarget(in)
+	if conflict != "" {
+		return fieldAddedNodeSelector, conflict, nil
+	}
+	if in.index != nil && in.index.anyFeasible(t) {
+		return "", "", t.c.NotEvaluated
+	}
+	var groups []group
+	total := 0
+	for _, n := range in.Nodes {
+		if n == nil {
+			continue
+		}
+		total++
+		v := t.judge(n)
+		if v.stage == numStages {
+			return "", "", t.c.NotEvaluated
+		}
+		i := slices.IndexFunc(groups, func(g group) bool { return g.same(v) })
+		if i < 0 {
+			groups = append(groups, group{v: v})
+			i = len(groups) - 1
+		}
+		groups[i].count++
+		if v.stage == stageRoom && v.free.Cmp(groups[i].v.free) > 0 {
+			groups[i].v.free = v.free // the most any node of the group has free
+		}
+	}
+	fld, msg = t.explain(in, groups, total)
+	return fld, msg, nil
+}
+
+// explain writes the denial: the node count per reason, most nodes first, and what to do about
+// the largest reason that is not the source node.
+func (t *target) explain(in *CreateInput, groups []group, total int) (string, string) {
+	slices.SortStableFunc(groups, func(a, b group) int {
+		if a.count != b.count {
+			return b.count - a.count
+		}
+		return int(a.v.stage) - int(b.v.stage)
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "no node can receive VirtualMachineInstance %s/%s: 0 of %d %s can take its target pod", in.VMI.Namespace, in.VMI.Name, total, plural(total, "node", "nodes"))
+	var top *group
+	for i := range groups {
+		g := &groups[i]
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		b.WriteString(sep + t.reason(g))
+		if top == nil && g.v.stage != stageSource {
+			top = g
+		}
+	}
+	if top == nil {
+		b.WriteString("; a migration never targets its source node: add a node that can run the VMI")
+		return fieldVMIName, b.String()
+	}
+	b.WriteString("; " + t.hint(top))
+	if notEvaluated := t.notEvaluated(); len(notEvaluated) > 0 {
+		b.WriteString(" (not evaluated: " + strings.Join(notEvaluated, ", ") + ")")
+	}
+	if top.v.stage == stageSelector && t.why[top.v.label] == "spec.addedNodeSelector" {
+		return fieldAddedNodeSelector, b.String()
+	}
+	return fieldVMIName, b.String()
+}
+
+// reason words one group: "2 have taint dedicated=db:NoSchedule that the VMI does not tolerate".
+func (t *target) reason(g *group) string {
+	n := g.count
+	verb := func(one, many string) string { return fmt.Sprintf("%d %s", n, plural(n, one, many)) }
+	switch g.v.stage {
+	case stageSource:
+		return fmt.Sprintf("%s its current node %s", verb("is", "are"), t.source)
+	case stageOccupied:
+		return verb("runs", "run") + " another pod of the VMI (KubeVirt's target pod anti-affinity)"
+	case stageReady:
+		return verb("is", "are") + " not Ready"
+	case stageCordoned:
+		return verb("is", "are") + " cordoned"
+	case stageTaint:
+		tt := g.v.taint
+		return fmt.Sprintf("%s taint %s that the VMI does not tolerate", verb("has", "have"), taintString(tt))
+	case stageSelector:
+		l := t.sel[g.v.label]
+		return fmt.Sprintf("%s label %s=%s (%s)", verb("lacks", "lack"), l.key, l.value, t.why[g.v.label])
+	case stageAffinity:
+		return verb("does", "do") + " not match the VMI's required node affinity"
+	case stageVirtHandler:
+		if len(t.kvSel) > 0 {
+			return verb("does", "do") + " not run virt-handler (a witness node, or without labels " + formatSelector(t.kvSel) + " of the KubeVirt CR's spec.workloads.nodePlacement.nodeSelector)"
+		}
+		return verb("does", "do") + " not run virt-handler (a witness node)"
+	case stageClusterNetwork:
+		return fmt.Sprintf("%s not carry the cluster network %s (label %s=true)", verb("does", "do"), t.clusterNetwork, t.clusterNetworkLabel)
+	case stageRoom:
+		want := t.requests[g.v.res]
+		if g.v.res == corev1.ResourcePods {
+			return verb("has", "have") + " no room for another pod (allocatable pods)"
+		}
+		most := "has"
+		if n > 1 {
+			most = "the most any has"
+		}
+		return fmt.Sprintf("%s too little %s free (the target pod requests %s; %s %s free)", verb("has", "have"), g.v.res, want.String(), most, g.v.free.String())
+	}
+	return ""
+}
+
+// hint says what to do about the group that keeps the most nodes out.
+func (t *target) hint(g *group) string {
+	switch g.v.stage {
+	case stageOccupied:
+		return "wait until the VMI's earlier target pod is gone"
+	case stageReady:
+		return "retry when another node is Ready"
+	case stageCordoned:
+		return "uncordon a node (kubectl uncordon <node>) or retry when one is schedulable"
+	case stageTaint:
+		return fmt.Sprintf("remove the taint from a node (kubectl taint node <node> %s-) or add a matching toleration to the VMI's spec.tolerations", taintString(g.v.taint))
+	case stageSelector:
+		l, why := t.sel[g.v.label], t.why[g.v.label]
+		switch why {
+		case targetpod.WhySchedulable:
+			return "virt-handler labels a node " + l.key + "=" + l.value + " when it can run VMs: retry when another one is"
+		case "spec.addedNodeSelector":
+			return "change spec.addedNodeSelector or label another node to match it"
+		case "the VMI's nodeSelector":
+			return "label another node to match the VMI's nodeSelector"
+		}
+		return fmt.Sprintf("the target pod needs a node labelled %s=%s: add one, or change %s", l.key, l.value, why)
+	case stageAffinity:
+		return "change the VMI's spec.affinity or label another node to match it"
+	case stageVirtHandler:
+		return "virt-handler, which receives migrations, runs on none of them"
+	case stageClusterNetwork:
+		return fmt.Sprintf("attach another node to the cluster network %s or change the setting %s", t.clusterNetwork, v1beta1.MigrationNetwork)
+	case stageRoom:
+		return "free " + string(g.v.res) + " on a node or add a node"
+	}
+	return ""
+}
+
+func taintString(t corev1.Taint) string {
+	if t.Value == "" {
+		return t.Key + ":" + string(t.Effect)
+	}
+	return t.Key + "=" + t.Value + ":" + string(t.Effect)
+}
+
+func (t *target) notEvaluated() []string {
+	if t.unknown == "" {
+		return t.c.NotEvaluated
+	}
+	return append(slices.Clip(t.c.NotEvaluated), t.unknown)
+}
