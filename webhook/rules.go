@@ -330,7 +330,6 @@ func flatten(sel map[string]string) []label {
 	return out
 }
 
-
 // hasLabels reports whether labels carries every label of sel with the same value.
 func hasLabels(labels map[string]string, sel []label) bool {
 	for i := range sel {
