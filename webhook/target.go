@@ -337,11 +337,11 @@ func (t *target) reason(g *group) string {
 		if g.v.res == corev1.ResourcePods {
 			return verb("has", "have") + " no room for another pod (allocatable pods)"
 		}
-		most := "has"
+		free := "it has " + g.v.free.String() + " free"
 		if n > 1 {
-			most = "the most any has"
+			free = "the most any has free is " + g.v.free.String()
 		}
-		return fmt.Sprintf("%s too little %s free (the target pod requests %s; %s %s free)", verb("has", "have"), g.v.res, want.String(), most, g.v.free.String())
+		return fmt.Sprintf("%s too little %s free (the target pod requests %s; %s)", verb("has", "have"), g.v.res, want.String(), free)
 	}
 	return ""
 }
