@@ -44,18 +44,23 @@ func newInformed[T any](ctx context.Context, c cache.Cache, obj client.Object, d
 
 // get returns the value, deriving it again after an event; a failed derivation is returned as an
 // error and retried on the next read.
+// Until the first derivation has stored a value, every reader takes the lock: a reader that saw
+// the flag already cleared by the first deriver would otherwise read nothing.
 func (i *informed[T]) get(ctx context.Context) (*T, error) {
-	if i.dirty.Load() {
-		i.mu.Lock()
-		defer i.mu.Unlock()
-		if i.dirty.Swap(false) {
-			v, err := i.derive(ctx)
-			if err != nil {
-				i.dirty.Store(true)
-				return nil, err
-			}
-			i.v.Store(v)
+	if !i.dirty.Load() {
+		if v := i.v.Load(); v != nil {
+			return v, nil
 		}
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.dirty.Swap(false) || i.v.Load() == nil {
+		v, err := i.derive(ctx)
+		if err != nil {
+			i.dirty.Store(true)
+			return nil, err
+		}
+		i.v.Store(v)
 	}
 	return i.v.Load(), nil
 }

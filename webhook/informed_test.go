@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -51,5 +52,38 @@ func TestDeriveKubeVirt(t *testing.T) {
 	}
 	if none := deriveKubeVirt("kubevirt")(nil); none.kv != nil {
 		t.Fatalf("no CR: %v", none.kv)
+	}
+}
+
+// TestInformedFirstReadersWait checks that readers arriving while the first derivation runs wait
+// for it instead of reading nothing. Fault caught (seen as a nil-pointer panic in admission when a
+// restarted replica took its first requests concurrently): the second reader finds the dirty flag
+// already cleared by the first and returns the value not yet stored.
+func TestInformedFirstReadersWait(t *testing.T) {
+	started := make(chan struct{})
+	release := make(chan struct{})
+	i := &informed[int]{derive: func(context.Context) (*int, error) {
+		close(started)
+		<-release
+		v := 7
+		return &v, nil
+	}}
+	i.dirty.Store(true)
+	first := make(chan *int)
+	go func() { v, _ := i.get(context.Background()); first <- v }()
+	<-started
+	second := make(chan *int)
+	go func() { v, _ := i.get(context.Background()); second <- v }()
+	select {
+	case v := <-second:
+		t.Fatalf("a second reader returned %v while the first derivation was still running", v)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if v := <-first; v == nil || *v != 7 {
+		t.Errorf("first reader got %v", v)
+	}
+	if v := <-second; v == nil || *v != 7 {
+		t.Errorf("second reader got %v, want the derived value", v)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // TestNodeSnapshotFirstLoadsSeeTheNodes: while the first snapshot is being built (list, sort,
 // index: milliseconds for 1,000 nodes), concurrent admissions must wait for it rather than see no
-// nodes at all and refuse every migration with "0 nodes other than its current node".
+// nodes at all and refuse every migration with "0 of 0 nodes can take its target pod".
 func TestNodeSnapshotFirstLoadsSeeTheNodes(t *testing.T) {
 	const nodes, readers = 2000, 16
 	for attempt := range 20 {

@@ -75,7 +75,7 @@ func TestTargetNodes(t *testing.T) {
 		fits   bool
 		reason string
 	}{
-		{false, "is its current node"}, {false, "is cordoned"}, {false, "lacks label zone=a (spec.addedNodeSelector)"},
+		{false, "is its source node"}, {false, "is cordoned"}, {false, "lacks label zone=a (spec.addedNodeSelector)"},
 		{false, "does not carry the cluster network " + testCN}, {false, "is not Ready"}, {false, "does not run virt-handler"}, {true, ""},
 	}
 	if len(got) != len(want) {

@@ -225,10 +225,10 @@ func TestEvaluateCreate(t *testing.T) {
 		{name: "only the source node matches", modify: func(in *CreateInput) {
 			in.VMI.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 			in.Nodes[0].Labels["disk"] = "ssd"
-		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 lack label disk=ssd (the VMI's nodeSelector), 1 is its current node node-0",
+		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 lack label disk=ssd (the VMI's nodeSelector), 1 is its source node node-0",
 			"label another node to match the VMI's nodeSelector")}},
 		{name: "single-node cluster", modify: func(in *CreateInput) { in.Nodes = in.Nodes[:1] },
-			want: []want{deny(tgtRule, fieldVMIName, "0 of 1 node can take its target pod: 1 is its current node node-0",
+			want: []want{deny(tgtRule, fieldVMIName, "0 of 1 node can take its target pod: 1 is its source node node-0",
 				"a migration never targets its source node: add a node")}},
 		{name: "cordoned targets", modify: func(in *CreateInput) { cordoned(in.Nodes[1]); cordoned(in.Nodes[2]) },
 			want: []want{deny(tgtRule, fieldVMIName, "2 are cordoned", "kubectl uncordon")}},
@@ -248,7 +248,7 @@ func TestEvaluateCreate(t *testing.T) {
 		{name: "untolerated taints", modify: func(in *CreateInput) {
 			withTaint("dedicated", corev1.TaintEffectNoSchedule)(in.Nodes[1])
 			withTaint("dedicated", corev1.TaintEffectNoSchedule)(in.Nodes[2])
-		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 have taint dedicated:NoSchedule that the VMI does not tolerate, 1 is its current node node-0",
+		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 have taint dedicated:NoSchedule that the VMI does not tolerate, 1 is its source node node-0",
 			"kubectl taint node <node> dedicated:NoSchedule-", "spec.tolerations")}},
 		{name: "tolerated taints", modify: func(in *CreateInput) {
 			withTaint("dedicated", corev1.TaintEffectNoSchedule)(in.Nodes[1])
@@ -256,7 +256,7 @@ func TestEvaluateCreate(t *testing.T) {
 			in.VMI.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
 		}},
 		{name: "not-ready nodes", modify: func(in *CreateInput) { notReady(in.Nodes[1]); noConditions(in.Nodes[2]) },
-			want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 are not Ready, 1 is its current node node-0; retry when another node is Ready")}},
+			want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 are not Ready, 1 is its source node node-0; retry when another node is Ready")}},
 		{name: "one candidate is enough", modify: func(in *CreateInput) { notReady(in.Nodes[1]) }},
 		{name: "witness nodes", modify: func(in *CreateInput) {
 			withLabels(settings.WitnessLabel, "")(in.Nodes[1])
@@ -266,11 +266,11 @@ func TestEvaluateCreate(t *testing.T) {
 			in.KubeVirt.Spec.Workloads = &kubevirtv1.ComponentConfig{NodePlacement: &kubevirtv1.NodePlacement{
 				NodeSelector: map[string]string{"virt": "yes"}}}
 			withLabels("virt", "yes")(in.Nodes[0])
-		}, want: []want{deny(tgtRule, fieldVMIName, "2 do not run virt-handler", "{virt: yes}", "1 is its current node node-0")}},
+		}, want: []want{deny(tgtRule, fieldVMIName, "2 do not run virt-handler", "{virt: yes}", "1 is its source node node-0")}},
 		{name: "cluster network missing on the only candidate", modify: func(in *CreateInput) {
 			in.Nodes = in.Nodes[:2]
 			withoutLabel(settings.ClusterNetworkLabelPrefix + testCN)(in.Nodes[1])
-		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 2 nodes can take its target pod: 1 is its current node node-0, 1 does not carry the cluster network migration (label network.harvesterhci.io/migration=true)", "attach another node")}},
+		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 2 nodes can take its target pod: 1 is its source node node-0, 1 does not carry the cluster network migration (label network.harvesterhci.io/migration=true)", "attach another node")}},
 		{name: "cluster network ignored when not configured", modify: func(in *CreateInput) {
 			in.CurrentHash, in.Network = "", nil
 			withoutLabel(settings.ClusterNetworkLabelPrefix + testCN)(in.Nodes[1])
@@ -380,7 +380,7 @@ func TestFeasibleTargetMessage(t *testing.T) {
 	notReady(in.Nodes[3])
 	got := EvaluateCreate(in)
 	wantMsg := "no node can receive VirtualMachineInstance ns/vm: 0 of 4 nodes can take its target pod: " +
-		"2 lack label disk=ssd (the VMI's nodeSelector), 1 is its current node node-0, 1 is not Ready; " +
+		"2 lack label disk=ssd (the VMI's nodeSelector), 1 is its source node node-0, 1 is not Ready; " +
 		"label another node to match the VMI's nodeSelector (not evaluated: room on the nodes (no pod cache))"
 	if len(got) != 1 {
 		t.Fatalf("got %d decisions, want 1: %+v", len(got), got)

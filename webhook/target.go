@@ -310,7 +310,7 @@ func (t *target) reason(g *group) string {
 	verb := func(one, many string) string { return fmt.Sprintf("%d %s", n, plural(n, one, many)) }
 	switch g.v.stage {
 	case stageSource:
-		return fmt.Sprintf("%s its current node %s", verb("is", "are"), t.source)
+		return fmt.Sprintf("%s its source node %s", verb("is", "are"), t.source)
 	case stageOccupied:
 		return verb("runs", "run") + " another pod of the VMI (KubeVirt's target pod anti-affinity)"
 	case stageReady:

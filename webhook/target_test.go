@@ -76,7 +76,7 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 		{name: "every other node tainted, not tolerated", modify: func(in *CreateInput) {
 			dedicated(in.Nodes[1])
 			dedicated(in.Nodes[2])
-		}, want: "0 of 3 nodes can take its target pod: 2 have taint dedicated=db:NoSchedule that the VMI does not tolerate, 1 is its current node node-0; " +
+		}, want: "0 of 3 nodes can take its target pod: 2 have taint dedicated=db:NoSchedule that the VMI does not tolerate, 1 is its source node node-0; " +
 			"remove the taint from a node (kubectl taint node <node> dedicated=db:NoSchedule-) or add a matching toleration to the VMI's spec.tolerations"},
 		{name: "tainted, tolerated by key and value", modify: func(in *CreateInput) {
 			dedicated(in.Nodes[1])
@@ -87,7 +87,7 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 			dedicated(in.Nodes[1])
 			dedicated(in.Nodes[2])
 			in.VMI.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "web"}}
-		}, want: "0 of 3 nodes can take its target pod: 2 have taint dedicated=db:NoSchedule that the VMI does not tolerate, 1 is its current node node-0"},
+		}, want: "0 of 3 nodes can take its target pod: 2 have taint dedicated=db:NoSchedule that the VMI does not tolerate, 1 is its source node node-0"},
 		{name: "NoExecute counts, PreferNoSchedule does not", modify: func(in *CreateInput) {
 			taint("gpu", "", corev1.TaintEffectNoExecute)(in.Nodes[1])
 			taint("spot", "", corev1.TaintEffectPreferNoSchedule)(in.Nodes[2])
@@ -96,7 +96,7 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 			in.Nodes[0].Labels["zone"] = "a"
 			in.Nodes[1].Labels["zone"] = "b"
 			in.VMI.Spec.Affinity = zoneIn("a")
-		}, want: "0 of 3 nodes can take its target pod: 2 do not match the VMI's required node affinity, 1 is its current node node-0; " +
+		}, want: "0 of 3 nodes can take its target pod: 2 do not match the VMI's required node affinity, 1 is its source node node-0; " +
 			"change the VMI's spec.affinity or label another node to match it"},
 		{name: "required node affinity matching another node", modify: func(in *CreateInput) {
 			in.Nodes[0].Labels["zone"] = "a"
@@ -110,7 +110,7 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 		{name: "a named CPU model only the current node has", modify: func(in *CreateInput) {
 			in.VMI.Spec.Domain.CPU = &kubevirtv1.CPU{Model: "Skylake-Server"}
 			in.Nodes[0].Labels["cpu-model.node.kubevirt.io/Skylake-Server"] = "true"
-		}, want: "0 of 3 nodes can take its target pod: 2 lack label cpu-model.node.kubevirt.io/Skylake-Server=true (the VMI's CPU model Skylake-Server), 1 is its current node node-0; " +
+		}, want: "0 of 3 nodes can take its target pod: 2 lack label cpu-model.node.kubevirt.io/Skylake-Server=true (the VMI's CPU model Skylake-Server), 1 is its source node node-0; " +
 			"the target pod needs a node labelled cpu-model.node.kubevirt.io/Skylake-Server=true: add one, or change the VMI's CPU model Skylake-Server"},
 		{name: "host-model: the source's host-model CPU is supported by one other node", modify: func(in *CreateInput) {
 			in.VMI.Spec.Domain.CPU = &kubevirtv1.CPU{Model: kubevirtv1.CPUModeHostModel}
@@ -120,7 +120,7 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 		{name: "host-model: no other node supports the source's host-model CPU", modify: func(in *CreateInput) {
 			in.VMI.Spec.Domain.CPU = &kubevirtv1.CPU{Model: kubevirtv1.CPUModeHostModel}
 			in.Nodes[0].Labels["host-model-cpu.node.kubevirt.io/Cascadelake-Server"] = "true"
-		}, want: "0 of 3 nodes can take its target pod: 2 lack label cpu-model-migration.node.kubevirt.io/Cascadelake-Server=true (the source node's host-model CPU), 1 is its current node node-0"},
+		}, want: "0 of 3 nodes can take its target pod: 2 lack label cpu-model-migration.node.kubevirt.io/Cascadelake-Server=true (the source node's host-model CPU), 1 is its source node node-0"},
 		{name: "host-model: a node with an obsolete host-model is refused by the affinity term", modify: func(in *CreateInput) {
 			in.VMI.Spec.Domain.CPU = &kubevirtv1.CPU{Model: kubevirtv1.CPUModeHostModel}
 			in.Nodes[0].Labels["host-model-cpu.node.kubevirt.io/Haswell"] = "true"
@@ -128,14 +128,14 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 				n.Labels["cpu-model-migration.node.kubevirt.io/Haswell"] = "true"
 				n.Labels[kubevirtv1.NodeHostModelIsObsoleteLabel] = "true"
 			}
-		}, want: "0 of 3 nodes can take its target pod: 2 do not match the VMI's required node affinity, 1 is its current node node-0"},
+		}, want: "0 of 3 nodes can take its target pod: 2 do not match the VMI's required node affinity, 1 is its source node node-0"},
 		{name: "no room: memory", modify: func(in *CreateInput) {
 			in.Pods = append(in.Pods.(PodList), other("big-1", "node-1", "1", "15Gi"), other("big-2", "node-2", "1", "14Gi"), other("small", "node-2", "100m", "512Mi"))
-		}, want: "0 of 3 nodes can take its target pod: 2 have too little memory free (the target pod requests 2Gi; the most any has free is 1536Mi), 1 is its current node node-0; " +
+		}, want: "0 of 3 nodes can take its target pod: 2 have too little memory free (the target pod requests 2Gi; the most any has free is 1536Mi), 1 is its source node node-0; " +
 			"free memory on a node or add a node"},
 		{name: "no room: cpu on one, memory on the other", modify: func(in *CreateInput) {
 			in.Pods = append(in.Pods.(PodList), other("cpu-hog", "node-1", "7500m", "1Gi"), other("mem-hog", "node-2", "1", "15Gi"))
-		}, want: "0 of 3 nodes can take its target pod: 1 is its current node node-0, 1 has too little cpu free (the target pod requests 1; it has 500m free), " +
+		}, want: "0 of 3 nodes can take its target pod: 1 is its source node node-0, 1 has too little cpu free (the target pod requests 1; it has 500m free), " +
 			"1 has too little memory free (the target pod requests 2Gi; it has 1Gi free); free cpu on a node or add a node"},
 		{name: "room on one node is enough; finished pods free theirs", modify: func(in *CreateInput) {
 			done := other("done", "node-2", "8", "16Gi")
@@ -146,13 +146,13 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 			allocatable("8", "16Gi", "1")(in.Nodes[1])
 			allocatable("8", "16Gi", "1")(in.Nodes[2])
 			in.Pods = append(in.Pods.(PodList), other("a", "node-1", "0", "0"), other("b", "node-2", "0", "0"))
-		}, want: "0 of 3 nodes can take its target pod: 2 have no room for another pod (allocatable pods), 1 is its current node node-0"},
+		}, want: "0 of 3 nodes can take its target pod: 2 have no room for another pod (allocatable pods), 1 is its source node node-0"},
 		{name: "a node with an earlier target pod of the VMI", modify: func(in *CreateInput) {
 			earlier := launcher("node-1", "1", "2Gi")
 			earlier.Name = "virt-launcher-vm-earlier"
 			in.Pods = append(in.Pods.(PodList), earlier)
 			dedicated(in.Nodes[2])
-		}, want: "0 of 3 nodes can take its target pod: 1 is its current node node-0, 1 runs another pod of the VMI (KubeVirt's target pod anti-affinity), " +
+		}, want: "0 of 3 nodes can take its target pod: 1 is its source node node-0, 1 runs another pod of the VMI (KubeVirt's target pod anti-affinity), " +
 			"1 has taint dedicated=db:NoSchedule that the VMI does not tolerate"},
 		{name: "pods unknown: room is not judged, and a denial says so", modify: func(in *CreateInput) {
 			in.Pods = nil

@@ -31,8 +31,10 @@ const (
 // and 5,000 VMIMs, one in ten in flight; the migration network configured and Ready), in two
 // cases, and against a no-op validator served the same way (the ceiling):
 //   - easy: the VMI has no nodeSelector and the VMIM no addedNodeSelector; the first node fits;
-//   - hard: nodeSelector + addedNodeSelector, and every node but the last in admission's order
-//     fails one filter (cordoned, a selector label or the cluster network missing).
+//   - hard: nodeSelector + addedNodeSelector + required node affinity + a toleration + the target
+//     pod's requests, and every node but the last in admission's order fails one constraint
+//     (cordoned, a selector label or the cluster network missing, an untolerated taint, the
+//     affinity, no memory left), the scheduler-grade worst case.
 //
 // Each case sends three creates for one cancel of an in-flight pre-copy migration. The cases run
 // interleaved in admRounds rounds; each line gives min/median/max of reviews/s over the rounds,

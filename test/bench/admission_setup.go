@@ -11,6 +11,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,21 +41,24 @@ const (
 	benchNetwork = `{"clusterNetwork":"migration","vlan":100,"range":"10.100.0.0/16","mtu":9000}`
 	poolLabel    = "bench.migranet.io/pool" // the hard VMI's nodeSelector: pool=gold
 	zoneLabel    = "bench.migranet.io/zone" // the hard VMIM's addedNodeSelector: zone=z1
+	rackLabel    = "bench.migranet.io/rack" // the hard VMI's required node affinity: rack in (r1)
 	easySource   = "n0500"
 	hardSource   = "n0996"
 )
 
-// benchNode is node i of the hard case: every node but the last fails exactly one filter of the
-// hard migration (in turn: no pool label, cordoned, no zone label, no cluster network), so only
-// the last node in name order, the order admission walks them, can take it. The easy migration
-// (no selectors) fits the first node.
+// benchNode is node i of the hard case: every node but the last fails exactly one constraint of
+// the hard migration (in turn: no pool label, cordoned, no zone label, no cluster network, a taint
+// the VMI does not tolerate, a rack its required node affinity excludes, no memory left), so only
+// the last node in name order, the order admission walks them, can take it; that one carries the
+// taint the VMI tolerates. The easy migration (no constraints) fits the first node.
 func benchNode(i int) cluster.NodeSpec {
 	s := cluster.NodeSpec{Name: fmt.Sprintf("n%04d", i), ClusterNetworks: []string{"migration"},
-		Labels: map[string]string{poolLabel: "gold", zoneLabel: "z1"}}
+		Labels: map[string]string{poolLabel: "gold", zoneLabel: "z1", rackLabel: "r1"}}
 	if i == admNodes-1 {
+		s.Taints = []corev1.Taint{tolerated}
 		return s
 	}
-	switch i % 4 {
+	switch i % 7 {
 	case 0:
 		delete(s.Labels, poolLabel)
 	case 1:
@@ -63,9 +67,19 @@ func benchNode(i int) cluster.NodeSpec {
 		delete(s.Labels, zoneLabel)
 	case 3:
 		s.ClusterNetworks = nil
+	case 4:
+		s.Taints = []corev1.Taint{{Key: "bench.migranet.io/noisy", Effect: corev1.TaintEffectNoSchedule}}
+	case 5:
+		s.Labels[rackLabel] = "r2"
 	}
 	return s
 }
+
+// full reports whether node i is the one its pods leave no memory on (filler pods, see populate).
+func full(i int) bool { return i != admNodes-1 && i%7 == 6 }
+
+// tolerated is the taint the hard VMI tolerates.
+var tolerated = corev1.Taint{Key: "bench.migranet.io/dedicated", Value: "vm", Effect: corev1.TaintEffectNoSchedule}
 
 // populate creates the nodes, 5,000 VMIs with one finished or in-flight VMIM each, the two VMIs
 // the cases migrate, a ready KubeVirt CR and the migration network setting.
@@ -104,13 +118,24 @@ func populate(ctx context.Context, c *cluster.Cluster) error {
 	}); err != nil {
 		return err
 	}
-	for _, v := range []struct {
-		name, node string
-		sel        map[string]string
-	}{{"easy", easySource, nil}, {"hard", hardSource, map[string]string{poolLabel: "gold"}}} {
-		if err := createRunningVMI(ctx, c.Client, v.name, v.node, v.sel, nil); err != nil {
-			return err
+	if err := createRunningVMI(ctx, c.Client, "easy", easySource, nil, nil); err != nil {
+		return err
+	}
+	if err := createHardVMI(ctx, c.Client); err != nil {
+		return err
+	}
+	// Filler pods leave no memory on every seventh node (the nodes' 256Gi, kwok runs them).
+	var fullNodes []int
+	for i := range admNodes {
+		if full(i) {
+			fullNodes = append(fullNodes, i)
 		}
+	}
+	if err := parallel(len(fullNodes), 16, func(j int) error {
+		node := fmt.Sprintf("n%04d", fullNodes[j])
+		return c.Client.Create(ctx, benchPod("filler-"+node, node, nil, "1", "256Gi"))
+	}); err != nil {
+		return err
 	}
 	// The VMI of the in-flight migration the delete reviews cancel: in pre-copy, so cancelling is allowed.
 	vmi := &kubevirtv1.VirtualMachineInstance{}
@@ -130,6 +155,29 @@ func populate(ctx context.Context, c *cluster.Cluster) error {
 		all[i] = benchNode(i)
 	}
 	return cluster.CreateNodes(ctx, c.Client, all) // waits until kwok reports every node Ready
+}
+
+// createHardVMI creates the hard case's VMI (nodeSelector pool=gold, the tolerated taint's
+// toleration, required node affinity rack in (r1)) and its virt-launcher pod on hardSource, whose
+// requests the target pod's are.
+func createHardVMI(ctx context.Context, c client.Client) error {
+	vmi := framework.VMI(benchNS, "hard", hardSource, map[string]string{poolLabel: "gold"})
+	vmi.Spec.Tolerations = []corev1.Toleration{{Key: tolerated.Key, Operator: corev1.TolerationOpEqual, Value: tolerated.Value, Effect: tolerated.Effect}}
+	vmi.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: rackLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"r1"}}}}}}
+	vmi.Status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: hardSource}
+	if err := c.Create(ctx, vmi); err != nil {
+		return err
+	}
+	labels := map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.CreatedByLabel: string(vmi.UID)}
+	return c.Create(ctx, benchPod("virt-launcher-hard", hardSource, labels, "1", "2Gi"))
+}
+
+// benchPod is a pod bound to node (no scheduler involved) requesting cpu and memory.
+func benchPod(name, node string, labels map[string]string, cpu, mem string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "bench", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}}}
 }
 
 func createRunningVMI(ctx context.Context, c client.Client, name, node string, sel map[string]string, ms *kubevirtv1.VirtualMachineInstanceMigrationState) error {
@@ -216,7 +264,11 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: netcontroller.NewStore(snap)}); err != nil {
+	pods, err := webhook.NewPodCache(mgr)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: netcontroller.NewStore(snap), Pods: pods}); err != nil {
 		return "", nil, nil, err
 	}
 	// The ceiling: a validator for the same kind that admits everything, served through the same
@@ -226,7 +278,7 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	done := make(chan struct{})
 	go func() { _ = mgr.Start(mctx); close(done) }()
 	fail := func(err error) (string, []byte, func(), error) { stop(); <-done; return "", nil, nil, err }
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
+	if !mgr.GetCache().WaitForCacheSync(ctx) || !pods.WaitForCacheSync(ctx) {
 		return fail(fmt.Errorf("caches did not sync"))
 	}
 	// Synced means listed; wait until the lists hold what populate made.
@@ -240,7 +292,12 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 		if err := mgr.GetCache().Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
 			return false, nil
 		}
-		return len(nodes.Items) == admNodes && len(vmis.Items) == admVMIs+2 && len(vmims.Items) == admVMIs && s.Value == benchNetwork, nil
+		podList := &corev1.PodList{}
+		if err := pods.List(ctx, podList); err != nil {
+			return false, err
+		}
+		return len(nodes.Items) == admNodes && len(vmis.Items) == admVMIs+2 && len(vmims.Items) == admVMIs && s.Value == benchNetwork &&
+			len(podList.Items) >= 1+(admNodes-1)/7, nil
 	})
 	if err != nil {
 		return fail(fmt.Errorf("the cache never held the populated objects: %w", err))

@@ -31,6 +31,8 @@ type NodeSpec struct {
 	Labels map[string]string
 	// Unschedulable cordons the node.
 	Unschedulable bool
+	// Taints are extra taints.
+	Taints []corev1.Taint
 	// UplinkMTU is the MTU of the uplink of every cluster network the node carries, "mgmt"
 	// aside (see UplinkMTUAnnotationPrefix); 0 gives DefaultUplinkMTU.
 	UplinkMTU int
@@ -101,6 +103,7 @@ func NodeObject(s NodeSpec) *corev1.Node {
 		labels[settings.WitnessLabel] = "true"
 		node.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/etcd", Value: "true", Effect: corev1.TaintEffectNoExecute}}
 	}
+	node.Spec.Taints = append(node.Spec.Taints, s.Taints...)
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse("32"),
 		corev1.ResourceMemory:           resource.MustParse("256Gi"),

@@ -251,7 +251,7 @@ var _ = Describe("a migration admitted with warnings", func() {
 			g.Expect(stdout).To(ContainSubstring("ADMITTED with 1 warning"))
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 		Expect(stdout).To(MatchRegexp(`feasibleTarget\s+warn\s+migranet feasibleTarget: no node can receive`))
-		Expect(stdout).To(MatchRegexp(`node-1\s+no\s+the VMI's current node`))
+		Expect(stdout).To(MatchRegexp(`node-1\s+no\s+is its source node node-1`))
 
 		f.CreateVMIM(ctx, framework.VMIM(ns, "warned", "pinned", nil))
 		Eventually(func(g Gomega) {

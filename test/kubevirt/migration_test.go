@@ -75,7 +75,7 @@ var _ = Describe("KubeVirt's own virt-api and virt-controller beside migranet", 
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(ContainSubstring(`The VirtualMachineInstanceMigration "nowhere" is invalid`))
 		Expect(stderr).To(ContainSubstring("migranet feasibleTarget"))
-		Expect(stderr).To(ContainSubstring("current node node-1"))
+		Expect(stderr).To(ContainSubstring("is its source node node-1"))
 
 		By("KubeVirt refusing a migration of a missing VMI while migranet, told to only warn, admits it")
 		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"vmiState":"warn"}}`)

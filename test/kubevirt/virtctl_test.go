@@ -116,7 +116,7 @@ var _ = Describe("KubeVirt's own virtctl through virt-api's aggregated API", fun
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(ContainSubstring("Error migrating VirtualMachine"))
 		Expect(stderr).To(ContainSubstring("migranet feasibleTarget"))
-		Expect(stderr).To(ContainSubstring("current node node-1"))
+		Expect(stderr).To(ContainSubstring("is its source node node-1"))
 		list := &kubevirtv1.VirtualMachineInstanceMigrationList{}
 		Expect(f.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		Expect(list.Items).To(BeEmpty())
