@@ -8,75 +8,107 @@ import (
 	"github.com/migranet/migranet/settings"
 )
 
-// nodeIndex answers "does a node other than the source pass every feasibleTarget filter?" without
-// walking the nodes: one bit per node (in the snapshot's order) for the filters that do not depend
-// on the request (Ready, not a witness) and one bit set per node label, intersected
-// per request. Built once per node snapshot; immutable afterwards.
+// nodeIndex answers "can a node take this target pod?" without judging every node: one bit per
+// node (in the snapshot's order) for what does not depend on the request (Ready, not a witness),
+// and bit sets per node label, per label key, per NoSchedule/NoExecute taint and for cordoned
+// nodes, combined per request into the nodes that pass the label, taint, cordon and required
+// node affinity checks. Built once per node snapshot; immutable afterwards.
 type nodeIndex struct {
-	nodes  []*corev1.Node
-	byName map[string]int
-	base   []uint64           // Ready ∧ not a witness
-	labels map[label][]uint64 // nodes carrying key=value
+	nodes    []*corev1.Node
+	byName   map[string]int
+	base     []uint64              // Ready ∧ not a witness
+	labels   map[label][]uint64    // nodes carrying key=value
+	keys     map[string][]uint64   // nodes carrying key, any value
+	taints   map[taintKey][]uint64 // nodes carrying a NoSchedule or NoExecute taint
+	cordoned []uint64
+}
+
+type taintKey struct {
+	key, value string
+	effect     corev1.TaintEffect
 }
 
 func newNodeIndex(nodes []*corev1.Node) *nodeIndex {
 	words := (len(nodes) + 63) / 64
-	ix := &nodeIndex{nodes: nodes, byName: make(map[string]int, len(nodes)), base: make([]uint64, words), labels: map[label][]uint64{}}
+	ix := &nodeIndex{nodes: nodes, byName: make(map[string]int, len(nodes)), base: make([]uint64, words),
+		labels: map[label][]uint64{}, keys: map[string][]uint64{}, taints: map[taintKey][]uint64{}, cordoned: make([]uint64, words)}
+	set := func(m func() []uint64, i int) { m()[i/64] |= 1 << (i % 64) }
 	for i, n := range nodes {
 		if n == nil {
 			continue
 		}
 		ix.byName[n.Name] = i
 		if _, witness := n.Labels[settings.WitnessLabel]; nodeReady(n) && !witness {
-			ix.base[i/64] |= 1 << (i % 64)
+			set(func() []uint64 { return ix.base }, i)
+		}
+		if n.Spec.Unschedulable {
+			set(func() []uint64 { return ix.cordoned }, i)
 		}
 		for k, v := range n.Labels {
-			set := ix.labels[label{k, v}]
-			if set == nil {
-				set = make([]uint64, words)
-				ix.labels[label{k, v}] = set
+			set(func() []uint64 { return lookupOrMake(ix.labels, label{k, v}, words) }, i)
+			set(func() []uint64 { return lookupOrMake(ix.keys, k, words) }, i)
+		}
+		for _, t := range n.Spec.Taints {
+			if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+				set(func() []uint64 { return lookupOrMake(ix.taints, taintKey{t.Key, t.Value, t.Effect}, words) }, i)
 			}
-			set[i/64] |= 1 << (i % 64)
 		}
 	}
 	return ix
 }
 
-// maxStackWords: up to 64 × this many nodes, the intersection lives on the stack.
+func lookupOrMake[K comparable](m map[K][]uint64, k K, words int) []uint64 {
+	s, ok := m[k]
+	if !ok {
+		s = make([]uint64, words)
+		m[k] = s
+	}
+	return s
+}
+
+// maxStackWords: up to 64 × this many nodes, the bit sets of a request live on the stack.
 const maxStackWords = 32
 
-// anyFeasible reports whether a node can take t's target pod, narrowing the nodes by the labels t
-// requires and confirming each node the bits point at with t.judge, so the index can only make
-// admission faster, never different.
+// anyFeasible reports whether a node can take t's target pod. The bit sets narrow the nodes by
+// every check they can express; each node left is confirmed with t.judge (room, anti-affinity,
+// and whatever the sets cannot express), so the index can only make admission faster, never
+// different.
 func (ix *nodeIndex) anyFeasible(t *target) bool {
-	var buf [maxStackWords]uint64
-	acc := buf[:0]
+	var buf, tmp [maxStackWords]uint64
+	acc, scratch := buf[:0], tmp[:0]
 	if len(ix.base) > maxStackWords {
-		acc = make([]uint64, 0, len(ix.base))
+		acc, scratch = make([]uint64, 0, len(ix.base)), make([]uint64, 0, len(ix.base))
 	}
 	acc = append(acc, ix.base...)
+	scratch = scratch[:len(ix.base)]
 	and := func(ls []label) bool {
 		for _, l := range ls {
 			set, ok := ix.labels[l]
 			if !ok {
 				return false
 			}
-			for w := range acc {
-				acc[w] &= set[w]
-			}
+			andWords(acc, set)
 		}
 		return true
 	}
 	if !and(t.sel) || !and(t.kvLabels) {
 		return false
 	}
-	if t.clusterNetwork != "" {
-		set, ok := ix.labels[label{t.clusterNetworkLabel, "true"}]
-		if !ok {
-			return false
+	if t.clusterNetwork != "" && !and([]label{{t.clusterNetworkLabel, "true"}}) {
+		return false
+	}
+	if !tolerates(t.c.Tolerations, corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule) {
+		andNotWords(acc, ix.cordoned)
+	}
+	for tk, set := range ix.taints {
+		taint := corev1.Taint{Key: tk.key, Value: tk.value, Effect: tk.effect}
+		if !tolerated(t.c.Tolerations, &taint) {
+			andNotWords(acc, set)
 		}
-		for w := range acc {
-			acc[w] &= set[w]
+	}
+	if na := t.c.Affinity; na != nil && na.NodeAffinity != nil && na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		if ix.affinity(na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms, scratch) {
+			andWords(acc, scratch)
 		}
 	}
 	if i, ok := ix.byName[t.source]; ok && t.source != "" {
@@ -92,4 +124,96 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 		}
 	}
 	return false
+}
+
+// affinity writes into out the nodes matching any of terms (the scheduler's required node
+// affinity: terms ORed, expressions ANDed), and returns false, leaving out unusable, when a term
+// uses what the sets cannot express (Gt, Lt, matchFields): t.judge then decides alone.
+func (ix *nodeIndex) affinity(terms []corev1.NodeSelectorTerm, out []uint64) bool {
+	clear(out)
+	var buf [maxStackWords]uint64
+	term := buf[:0]
+	if len(out) > maxStackWords {
+		term = make([]uint64, 0, len(out))
+	}
+	term = term[:len(out)]
+	for _, tm := range terms {
+		if len(tm.MatchFields) > 0 {
+			return false
+		}
+		if len(tm.MatchExpressions) == 0 {
+			continue // an empty term matches nothing
+		}
+		fillOnes(term, len(ix.nodes))
+		for _, r := range tm.MatchExpressions {
+			switch r.Operator {
+			case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+				var any [maxStackWords]uint64
+				union := any[:0]
+				if len(out) > maxStackWords {
+					union = make([]uint64, 0, len(out))
+				}
+				union = union[:len(out)]
+				for _, v := range r.Values {
+					if set, ok := ix.labels[label{r.Key, v}]; ok {
+						orWords(union, set)
+					}
+				}
+				if r.Operator == corev1.NodeSelectorOpIn {
+					andWords(term, union)
+				} else {
+					andNotWords(term, union)
+				}
+			case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+				set := ix.keys[r.Key]
+				if set == nil {
+					if r.Operator == corev1.NodeSelectorOpExists {
+						clear(term)
+					}
+					continue
+				}
+				if r.Operator == corev1.NodeSelectorOpExists {
+					andWords(term, set)
+				} else {
+					andNotWords(term, set)
+				}
+			default:
+				return false
+			}
+		}
+		orWords(out, term)
+	}
+	return true
+}
+
+func andWords(acc, set []uint64) {
+	for w := range acc {
+		acc[w] &= set[w]
+	}
+}
+
+func andNotWords(acc, set []uint64) {
+	for w := range acc {
+		acc[w] &^= set[w]
+	}
+}
+
+func orWords(acc, set []uint64) {
+	for w := range acc {
+		acc[w] |= set[w]
+	}
+}
+
+// fillOnes sets the first n bits of s.
+func fillOnes(s []uint64, n int) {
+	for w := range s {
+		switch {
+		case n >= (w+1)*64:
+			s[w] = ^uint64(0)
+		case n > w*64:
+			s[w] = 1<<(n-w*64) - 1
+		default:
+			s[w] = 0
+		}
+	}
 }

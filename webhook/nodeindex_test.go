@@ -12,7 +12,10 @@ import (
 )
 
 // TestNodeIndexAgreesWithTheWalk judges random clusters and migrations twice, with and without the
-// node index, and expects the same answer every time (admission or the very same refusal).
+// node index, and expects the same answer every time (admission or the very same refusal): random
+// labels, cordons, taints and tolerations, required node affinity of every operator, and pods
+// filling the nodes. Fault caught: a bit set that drops a node the walk would accept (a NotIn
+// that excludes nodes without the key, a taint the VMI tolerates) or keeps one it rejects.
 func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 14))
 	pick := func(p int) bool { return rng.IntN(100) < p }
@@ -47,11 +50,54 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 				k, v := labelOf()
 				opts = append(opts, withLabels(k, v))
 			}
+			if pick(20) {
+				tt := randomTaints[rng.IntN(len(randomTaints))]
+				opts = append(opts, taint(tt.Key, tt.Value, tt.Effect))
+			}
+			opts = append(opts, allocatable("4", "8Gi", "110"))
 			nodes[i] = node(fmt.Sprintf("node-%d", i), opts...)
 		}
 		in := baseCreate()
 		in.Nodes = nodes
-		in.VMI = vmi(fmt.Sprintf("node-%d", rng.IntN(n+1)), selector(50)) // node-n: a source that is not in the list
+		source := fmt.Sprintf("node-%d", rng.IntN(n+1)) // node-n: a source that is not in the list
+		in.VMI = vmi(source, selector(50))
+		in.VMI.UID = "vmi-uid"
+		for range rng.IntN(3) {
+			in.VMI.Spec.Tolerations = append(in.VMI.Spec.Tolerations, randomTolerations[rng.IntN(len(randomTolerations))])
+		}
+		if pick(40) {
+			in.VMI.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
+			for range 1 + rng.IntN(2) {
+				var term corev1.NodeSelectorTerm
+				for range 1 + rng.IntN(2) {
+					k, v := labelOf()
+					r := corev1.NodeSelectorRequirement{Key: k, Operator: operators[rng.IntN(len(operators))]}
+					switch r.Operator {
+					case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+						r.Values = []string{v}
+					case corev1.NodeSelectorOpGt:
+						r.Values = []string{"1"}
+					}
+					term.MatchExpressions = append(term.MatchExpressions, r)
+				}
+				na := in.VMI.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+				na.NodeSelectorTerms = append(na.NodeSelectorTerms, term)
+			}
+		}
+		if pick(70) {
+			pods := PodList{launcher(source, "1", "2Gi")}
+			for i := range n {
+				if pick(20) {
+					pods = append(pods, other(fmt.Sprintf("filler-%d", i), fmt.Sprintf("node-%d", i), "1", "7Gi"))
+				}
+			}
+			if pick(10) {
+				earlier := launcher(fmt.Sprintf("node-%d", rng.IntN(n)), "1", "2Gi")
+				earlier.Name = "earlier"
+				pods = append(pods, earlier)
+			}
+			in.Pods = pods
+		}
 		in.VMIM.Spec.AddedNodeSelector = selector(50)
 		if sel := selector(30); sel != nil {
 			in.KubeVirt.Spec.Workloads = &kubevirtv1.ComponentConfig{NodePlacement: &kubevirtv1.NodePlacement{NodeSelector: sel}}
@@ -65,6 +111,11 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		if got != want {
 			t.Fatalf("iteration %d: with the index %q, walking the nodes %q", iter, got, want)
 		}
+		// The walk backs up an index that finds nothing, so compare the index alone too: a node
+		// it drops wrongly only costs time above, here it fails.
+		if tg, conflict := newTarget(&in); conflict == "" && in.index.anyFeasible(tg) != (want == "") {
+			t.Fatalf("iteration %d: the index alone disagrees with walking the nodes: %q", iter, want)
+		}
 		if want == "" {
 			feasible++
 		}
@@ -73,3 +124,17 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		t.Errorf("%d of 3000 random migrations were feasible: the generator does not exercise both answers", feasible)
 	}
 }
+
+var (
+	randomTaints = []corev1.Taint{
+		{Key: "a", Effect: corev1.TaintEffectNoSchedule}, {Key: "b", Value: "x", Effect: corev1.TaintEffectNoExecute},
+		{Key: "b", Value: "y", Effect: corev1.TaintEffectNoSchedule}, {Key: "c", Effect: corev1.TaintEffectPreferNoSchedule},
+	}
+	randomTolerations = []corev1.Toleration{
+		{Key: "a", Operator: corev1.TolerationOpExists}, {Key: "b", Operator: corev1.TolerationOpEqual, Value: "x", Effect: corev1.TaintEffectNoExecute},
+		{Key: "b", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}, {Operator: corev1.TolerationOpExists},
+		{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	}
+	operators = []corev1.NodeSelectorOperator{corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists,
+		corev1.NodeSelectorOpDoesNotExist, corev1.NodeSelectorOpGt}
+)

@@ -70,13 +70,7 @@ func newTarget(in *CreateInput) (*target, string) {
 		return nil, msg
 	}
 	t := &target{source: vmi.Status.NodeName, pods: in.Pods}
-	var sourceNode *corev1.Node
-	for _, n := range in.Nodes {
-		if n != nil && n.Name == t.source && t.source != "" {
-			sourceNode = n
-			break
-		}
-	}
+	sourceNode := in.node(t.source)
 	var sourcePod *corev1.Pod
 	if in.Pods != nil {
 		t.occupied = map[string]bool{}
@@ -167,7 +161,31 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 }
 
 func tolerates(tols []corev1.Toleration, key string, effect corev1.TaintEffect) bool {
-	return corev1helpers.TolerationsTolerateTaint(tols, &corev1.Taint{Key: key, Effect: effect})
+	return tolerated(tols, &corev1.Taint{Key: key, Effect: effect})
+}
+
+// tolerated is the scheduler's TaintToleration test of one taint.
+func tolerated(tols []corev1.Toleration, taint *corev1.Taint) bool {
+	return corev1helpers.TolerationsTolerateTaint(tols, taint)
+}
+
+// node returns the node named name ("" or not found: nil), through the index when there is one.
+func (in *CreateInput) node(name string) *corev1.Node {
+	if name == "" {
+		return nil
+	}
+	if in.index != nil {
+		if i, ok := in.index.byName[name]; ok {
+			return in.index.nodes[i]
+		}
+		return nil
+	}
+	for _, n := range in.Nodes {
+		if n != nil && n.Name == name {
+			return n
+		}
+	}
+	return nil
 }
 
 // fits is the scheduler's NodeResourcesFit filter (fitsRequest): one more pod within the node's

@@ -42,7 +42,7 @@ const (
 	poolLabel    = "bench.migranet.io/pool" // the hard VMI's nodeSelector: pool=gold
 	zoneLabel    = "bench.migranet.io/zone" // the hard VMIM's addedNodeSelector: zone=z1
 	rackLabel    = "bench.migranet.io/rack" // the hard VMI's required node affinity: rack in (r1)
-	easySource   = "n0500"
+	easySource   = "n0501"                  // carries the cluster network (node i%7 == 3 does not)
 	hardSource   = "n0996"
 )
 
