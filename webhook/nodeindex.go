@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/migranet/migranet/settings"
 )
@@ -70,9 +71,9 @@ func lookupOrMake[K comparable](m map[K][]uint64, k K, words int) []uint64 {
 const maxStackWords = 32
 
 // anyFeasible reports whether a node can take t's target pod. The bit sets narrow the nodes by
-// every check they can express; each node left is confirmed with t.judge (room, anti-affinity,
-// and whatever the sets cannot express), so the index can only make admission faster, never
-// different.
+// every check they can express exactly; each node left is confirmed with t.confirm (room, the
+// VMI's other pods, and the affinity when the sets cannot express it). TestNodeIndexAgreesWithTheWalk
+// holds it to t.judge over every node.
 func (ix *nodeIndex) anyFeasible(t *target) bool {
 	var buf, tmp [maxStackWords]uint64
 	acc, scratch := buf[:0], tmp[:0]
@@ -106,8 +107,10 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 			andNotWords(acc, set)
 		}
 	}
+	affinityDone := true
 	if na := t.c.Affinity; na != nil && na.NodeAffinity != nil && na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		if ix.affinity(na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms, scratch) {
+		affinityDone = ix.affinity(na.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms, scratch)
+		if affinityDone {
 			andWords(acc, scratch)
 		}
 	}
@@ -117,7 +120,7 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 	for w, word := range acc {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
-			if t.judge(ix.nodes[w*64+b]).stage == numStages {
+			if t.confirm(ix.nodes[w*64+b], affinityDone) {
 				return true
 			}
 			word &^= 1 << b
@@ -146,6 +149,9 @@ func (ix *nodeIndex) affinity(terms []corev1.NodeSelectorTerm, out []uint64) boo
 		}
 		fillOnes(term, len(ix.nodes))
 		for _, r := range tm.MatchExpressions {
+			if !validRequirement(&r) {
+				return false // the scheduler's selector fails to parse it: t.judge says how
+			}
 			switch r.Operator {
 			case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
 				var any [maxStackWords]uint64
@@ -216,4 +222,17 @@ func fillOnes(s []uint64, n int) {
 			s[w] = 0
 		}
 	}
+}
+
+// validRequirement reports whether r's key and values are what a label selector accepts.
+func validRequirement(r *corev1.NodeSelectorRequirement) bool {
+	if len(validation.IsQualifiedName(r.Key)) > 0 {
+		return false
+	}
+	for _, v := range r.Values {
+		if len(validation.IsValidLabelValue(v)) > 0 {
+			return false
+		}
+	}
+	return true
 }

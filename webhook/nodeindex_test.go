@@ -78,6 +78,9 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 					case corev1.NodeSelectorOpGt:
 						r.Values = []string{"1"}
 					}
+					if pick(3) {
+						r.Values = []string{"not a label value!"} // the scheduler's selector refuses it
+					}
 					term.MatchExpressions = append(term.MatchExpressions, r)
 				}
 				na := in.VMI.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -28,10 +29,30 @@ type PodView interface {
 	Usage(node string) NodeUsage
 }
 
-// NodeUsage is what a node's pods request.
+// NodeUsage is what a node's pods request: per resource, in amount units (see amount), and how
+// many pods there are.
 type NodeUsage struct {
-	Requests corev1.ResourceList
+	Requests map[corev1.ResourceName]int64
 	Pods     int
+}
+
+// amount is q in the unit the scheduler compares name in: millicores for cpu, else the value.
+func amount(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// quantity turns an amount of name back into a quantity for a message.
+func quantity(name corev1.ResourceName, v int64) resource.Quantity {
+	switch name {
+	case corev1.ResourceCPU:
+		return *resource.NewMilliQuantity(v, resource.DecimalSI)
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return *resource.NewQuantity(v, resource.BinarySI)
+	}
+	return *resource.NewQuantity(v, resource.DecimalSI)
 }
 
 // Pod cache indexes.
@@ -50,7 +71,7 @@ var activePods = fields.ParseSelectorOrDie("status.phase!=" + string(corev1.PodS
 // cache, which holds full virt-handler pods of the KubeVirt namespace only.
 type PodCache struct {
 	cache.Cache
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	usage map[string]NodeUsage // per node; an entry is dropped by an event on one of its pods
 	// gen counts pod events: a sum computed while one arrived is not kept, as it may predate it.
 	gen uint64
@@ -133,10 +154,10 @@ func (p *PodCache) OfVMI(uid types.UID) []*corev1.Pod {
 
 // Usage implements PodView, summing the node's pods once per change of them.
 func (p *PodCache) Usage(node string) NodeUsage {
-	p.mu.Lock()
+	p.mu.RLock()
 	u, ok := p.usage[node]
 	gen := p.gen
-	p.mu.Unlock()
+	p.mu.RUnlock()
 	if ok {
 		return u
 	}
@@ -162,16 +183,14 @@ func (p *PodCache) list(sel client.MatchingFields) []*corev1.Pod {
 }
 
 func sumUsage(pods []*corev1.Pod) NodeUsage {
-	u := NodeUsage{Requests: corev1.ResourceList{}}
+	u := NodeUsage{Requests: map[corev1.ResourceName]int64{}}
 	for _, pod := range pods {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		u.Pods++
 		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-			sum := u.Requests[name]
-			sum.Add(q)
-			u.Requests[name] = sum
+			u.Requests[name] += amount(name, q)
 		}
 	}
 	return u

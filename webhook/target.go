@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -48,8 +47,9 @@ type target struct {
 	source   string
 	occupied map[string]bool
 	// requests is the target pod's (the source pod's) requests; nil when unknown (room is then
-	// not judged).
+	// not judged). demand is the same in amount units, in the scheduler's order.
 	requests corev1.ResourceList
+	demand   []demand
 	pods     PodView
 	// unknown says what could not be judged for want of the pods, "" when nothing; it is named
 	// in a denial only (a running VMI always has its pod: its absence is a transient of the cache).
@@ -86,6 +86,7 @@ func newTarget(in *CreateInput) (*target, string) {
 		tin.SourcePodSelector = sourcePod.Spec.NodeSelector
 		// Trimmed (the pod cache) or whole (preflight), a pod's total is PodRequests'.
 		t.requests = resourcehelper.PodRequests(sourcePod, resourcehelper.PodResourcesOptions{})
+		t.demand = demandOf(t.requests)
 	}
 	t.c = targetpod.Render(tin)
 	switch {
@@ -117,7 +118,7 @@ type nodeVerdict struct {
 	taint corev1.Taint
 	label int
 	res   corev1.ResourceName
-	free  resource.Quantity // for stageRoom: what the node has free of res
+	free  int64 // for stageRoom: what the node has free of res, in amount units
 }
 
 // judge runs the checks on n.
@@ -153,11 +154,30 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 		return nodeVerdict{stage: stageClusterNetwork}
 	}
 	if t.requests != nil {
-		if res, free, ok := fits(t.requests, n.Status.Allocatable, t.pods.Usage(n.Name)); !ok {
+		if res, free, ok := fits(t.demand, n.Status.Allocatable, t.pods.Usage(n.Name)); !ok {
 			return nodeVerdict{stage: stageRoom, res: res, free: free}
 		}
 	}
 	return nodeVerdict{stage: numStages}
+}
+
+// confirm is judge for a node the node index's bit sets let through, which already passed every
+// check they express: it checks the VMI's other pods, room and, unless affinityDone, the required
+// node affinity.
+func (t *target) confirm(n *corev1.Node, affinityDone bool) bool {
+	if t.occupied[n.Name] {
+		return false
+	}
+	if !affinityDone {
+		if ok, err := t.affinity.Match(n); !ok || err != nil {
+			return false
+		}
+	}
+	if t.requests != nil {
+		_, _, ok := fits(t.demand, n.Status.Allocatable, t.pods.Usage(n.Name))
+		return ok
+	}
+	return true
 }
 
 func tolerates(tols []corev1.Toleration, key string, effect corev1.TaintEffect) bool {
@@ -188,44 +208,46 @@ func (in *CreateInput) node(name string) *corev1.Node {
 	return nil
 }
 
-// fits is the scheduler's NodeResourcesFit filter (fitsRequest): one more pod within the node's
-// allocatable pod count, then every resource the pod requests (a zero request is not checked)
-// within allocatable minus what the node's pods request. It returns the first resource that does
-// not fit and how much of it the node has free.
-func fits(req, allocatable corev1.ResourceList, used NodeUsage) (corev1.ResourceName, resource.Quantity, bool) {
-	if max, ok := allocatable[corev1.ResourcePods]; ok && int64(used.Pods)+1 > max.Value() {
-		return corev1.ResourcePods, *resource.NewQuantity(max.Value()-int64(used.Pods), resource.DecimalSI), false
-	}
-	for _, name := range requestOrder(req) {
-		want := req[name]
-		if want.IsZero() {
-			continue
-		}
-		free := allocatable[name].DeepCopy()
-		free.Sub(used.Requests[name])
-		if want.Cmp(free) > 0 {
-			return name, free, false
-		}
-	}
-	return "", resource.Quantity{}, true
+// demand is what the target pod requests of one resource, in amount units.
+type demand struct {
+	name corev1.ResourceName
+	want int64
 }
 
-// requestOrder is cpu, memory, ephemeral-storage, then the others by name: the scheduler's order.
-func requestOrder(req corev1.ResourceList) []corev1.ResourceName {
-	out := make([]corev1.ResourceName, 0, len(req))
+// demandOf lists req in the scheduler's order (cpu, memory, ephemeral-storage, then the others by
+// name), leaving out zero requests, which the scheduler does not check.
+func demandOf(req corev1.ResourceList) []demand {
+	var out []demand
 	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
-		if _, ok := req[n]; ok {
-			out = append(out, n)
+		if q, ok := req[n]; ok && !q.IsZero() {
+			out = append(out, demand{n, amount(n, q)})
 		}
 	}
-	var rest []corev1.ResourceName
-	for n := range req {
-		if n != corev1.ResourceCPU && n != corev1.ResourceMemory && n != corev1.ResourceEphemeralStorage {
-			rest = append(rest, n)
+	var rest []demand
+	for n, q := range req {
+		if n != corev1.ResourceCPU && n != corev1.ResourceMemory && n != corev1.ResourceEphemeralStorage && !q.IsZero() {
+			rest = append(rest, demand{n, amount(n, q)})
 		}
 	}
-	slices.Sort(rest)
+	slices.SortFunc(rest, func(a, b demand) int { return strings.Compare(string(a.name), string(b.name)) })
 	return append(out, rest...)
+}
+
+// fits is the scheduler's NodeResourcesFit filter (fitsRequest): one more pod within the node's
+// allocatable pod count, then every resource the pod requests within allocatable minus what the
+// node's pods request. It returns the first resource that does not fit and how much of it the
+// node has free.
+func fits(d []demand, allocatable corev1.ResourceList, used NodeUsage) (corev1.ResourceName, int64, bool) {
+	if max, ok := allocatable[corev1.ResourcePods]; ok && int64(used.Pods)+1 > max.Value() {
+		return corev1.ResourcePods, max.Value() - int64(used.Pods), false
+	}
+	for _, r := range d {
+		free := amount(r.name, allocatable[r.name]) - used.Requests[r.name]
+		if r.want > free {
+			return r.name, free, false
+		}
+	}
+	return "", 0, true
 }
 
 // group counts the nodes that failed the same check for the same taint, label or resource.
@@ -277,7 +299,7 @@ func infeasible(in *CreateInput) (fld, msg string, notEvaluated []string) {
 			i = len(groups) - 1
 		}
 		groups[i].count++
-		if v.stage == stageRoom && v.free.Cmp(groups[i].v.free) > 0 {
+		if v.stage == stageRoom && v.free > groups[i].v.free {
 			groups[i].v.free = v.free // the most any node of the group has free
 		}
 	}
@@ -355,9 +377,10 @@ func (t *target) reason(g *group) string {
 		if g.v.res == corev1.ResourcePods {
 			return verb("has", "have") + " no room for another pod (allocatable pods)"
 		}
-		free := "it has " + g.v.free.String() + " free"
+		q := quantity(g.v.res, g.v.free)
+		free := "it has " + q.String() + " free"
 		if n > 1 {
-			free = "the most any has free is " + g.v.free.String()
+			free = "the most any has free is " + q.String()
 		}
 		return fmt.Sprintf("%s too little %s free (the target pod requests %s; %s)", verb("has", "have"), g.v.res, want.String(), free)
 	}

@@ -200,7 +200,7 @@ func TestNotEvaluatedWarns(t *testing.T) {
 func TestFits(t *testing.T) {
 	q := resource.MustParse
 	alloc := corev1.ResourceList{corev1.ResourceCPU: q("4"), corev1.ResourceMemory: q("8Gi"), corev1.ResourcePods: q("10"), "devices.kubevirt.io/kvm": q("1k")}
-	used := NodeUsage{Pods: 3, Requests: corev1.ResourceList{corev1.ResourceCPU: q("3"), corev1.ResourceMemory: q("4Gi")}}
+	used := NodeUsage{Pods: 3, Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: 3000, corev1.ResourceMemory: 4 << 30}}
 	tests := []struct {
 		req  corev1.ResourceList
 		res  corev1.ResourceName
@@ -215,10 +215,14 @@ func TestFits(t *testing.T) {
 		{req: corev1.ResourceList{"devices.kubevirt.io/vhost-net": q("0")}},
 	}
 	for _, tc := range tests {
-		res, free, ok := fits(tc.req, alloc, used)
-		if ok != (tc.res == "") || res != tc.res || (!ok && free.String() != tc.free) {
-			t.Errorf("fits(%v) = %s, %s, %v; want %q free %s", tc.req, res, free.String(), ok, tc.res, tc.free)
+		res, free, ok := fits(demandOf(tc.req), alloc, used)
+		got := quantity(res, free)
+		if ok != (tc.res == "") || res != tc.res || (!ok && got.String() != tc.free) {
+			t.Errorf("fits(%v) = %s, %s, %v; want %q free %s", tc.req, res, got.String(), ok, tc.res, tc.free)
 		}
+	}
+	if _, _, ok := fits(nil, corev1.ResourceList{corev1.ResourcePods: q("3")}, NodeUsage{Pods: 3}); ok {
+		t.Errorf("a fourth pod fits a node that allows three")
 	}
 }
 
@@ -237,8 +241,8 @@ func TestTrimPod(t *testing.T) {
 	}
 	trimmed := out.(*corev1.Pod)
 	got := sumUsage([]*corev1.Pod{trimmed})
-	want := corev1.ResourceList{corev1.ResourceCPU: q("3"), corev1.ResourceMemory: q("2148Mi")}
-	if !equalResources(got.Requests, want) || got.Pods != 1 {
+	want := map[corev1.ResourceName]int64{corev1.ResourceCPU: 3000, corev1.ResourceMemory: 2148 << 20}
+	if d := gocmp.Diff(want, got.Requests); d != "" || got.Pods != 1 {
 		t.Errorf("trimmed pod requests %v (%d pods), want %v", got.Requests, got.Pods, want)
 	}
 	if d := gocmp.Diff(p.Spec.NodeSelector, trimmed.Spec.NodeSelector); d != "" || trimmed.Spec.NodeName != "node-1" || len(trimmed.Spec.Volumes) != 0 {
@@ -249,16 +253,4 @@ func TestTrimPod(t *testing.T) {
 	if o, _ := TrimPod(other); o.(*corev1.Pod).Spec.NodeSelector != nil {
 		t.Errorf("a pod that is not virt-launcher keeps its node selector")
 	}
-}
-
-func equalResources(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || v.Cmp(w) != 0 {
-			return false
-		}
-	}
-	return true
 }
