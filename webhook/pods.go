@@ -75,6 +75,8 @@ type PodCache struct {
 	usage map[string]NodeUsage // per node; an entry is dropped by an event on one of its pods
 	// gen counts pod events: a sum computed while one arrived is not kept, as it may predate it.
 	gen uint64
+	// indexer is the pod informer's, set (under mu) by Start before the cache starts.
+	indexer toolscache.Indexer
 }
 
 // NewPodCache builds the pod cache with mgr's configuration and registers it with mgr, so it
@@ -95,7 +97,7 @@ func NewPodCache(mgr ctrl.Manager) (*PodCache, error) {
 }
 
 // Start indexes the pods and starts the cache. The informer is created here, before the cache
-// starts, so it starts with it.
+// starts, so it starts with it; admission reads nothing from it before (p.indexer unset).
 func (p *PodCache) Start(ctx context.Context) error {
 	if err := p.index(ctx); err != nil {
 		return err
@@ -107,28 +109,22 @@ func (p *PodCache) Start(ctx context.Context) error {
 func (p *PodCache) NeedLeaderElection() bool { return false }
 
 func (p *PodCache) index(ctx context.Context) error {
-	byNode := func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
-		}
-		return nil
-	}
-	byCreator := func(o client.Object) []string {
-		if uid := o.GetLabels()[kubevirtv1.CreatedByLabel]; uid != "" && o.(*corev1.Pod).Spec.NodeName != "" {
-			return []string{uid}
-		}
-		return nil
-	}
-	if err := p.IndexField(ctx, &corev1.Pod{}, podNodeIndex, byNode); err != nil {
-		return err
-	}
-	if err := p.IndexField(ctx, &corev1.Pod{}, podCreatedByIndex, byCreator); err != nil {
-		return err
-	}
 	inf, err := p.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return err
 	}
+	sii, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return fmt.Errorf("the pod informer (%T) has no indexer", inf)
+	}
+	// The informer's own indexers: a lookup is a map read, without the field selector, list
+	// copy and reflection a cache List costs per review.
+	if err := sii.AddIndexers(toolscache.Indexers{podNodeIndex: byNode, podCreatedByIndex: byCreator}); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.indexer = sii.GetIndexer()
+	p.mu.Unlock()
 	forget := func(obj any) {
 		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -147,9 +143,25 @@ func (p *PodCache) index(ctx context.Context) error {
 	return err
 }
 
+func byNode(obj any) ([]string, error) {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+		return []string{pod.Spec.NodeName}, nil
+	}
+	return nil, nil
+}
+
+func byCreator(obj any) ([]string, error) {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+		if uid := pod.Labels[kubevirtv1.CreatedByLabel]; uid != "" {
+			return []string{uid}, nil
+		}
+	}
+	return nil, nil
+}
+
 // OfVMI implements PodView.
 func (p *PodCache) OfVMI(uid types.UID) []*corev1.Pod {
-	return p.list(client.MatchingFields{podCreatedByIndex: string(uid)})
+	return p.byIndex(podCreatedByIndex, string(uid))
 }
 
 // Usage implements PodView, summing the node's pods once per change of them.
@@ -161,7 +173,7 @@ func (p *PodCache) Usage(node string) NodeUsage {
 	if ok {
 		return u
 	}
-	u = sumUsage(p.list(client.MatchingFields{podNodeIndex: node}))
+	u = sumUsage(p.byIndex(podNodeIndex, node))
 	p.mu.Lock()
 	if p.gen == gen {
 		p.usage[node] = u
@@ -170,14 +182,23 @@ func (p *PodCache) Usage(node string) NodeUsage {
 	return u
 }
 
-func (p *PodCache) list(sel client.MatchingFields) []*corev1.Pod {
-	list := &corev1.PodList{}
-	if err := p.List(context.Background(), list, sel, client.UnsafeDisableDeepCopy); err != nil {
+// byIndex returns the cached pods under value of index; none before the cache started.
+func (p *PodCache) byIndex(index, value string) []*corev1.Pod {
+	p.mu.RLock()
+	indexer := p.indexer
+	p.mu.RUnlock()
+	if indexer == nil {
 		return nil
 	}
-	out := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
+	items, err := indexer.ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	out := make([]*corev1.Pod, 0, len(items))
+	for _, it := range items {
+		if pod, ok := it.(*corev1.Pod); ok {
+			out = append(out, pod)
+		}
 	}
 	return out
 }

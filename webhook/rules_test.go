@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"fmt"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"strings"
 	"testing"
 
@@ -592,8 +591,7 @@ func TestTargetFilterAgreesWithSettings(t *testing.T) {
 		node("network-false", withLabels("kubevirt.io/schedulable", "true", "zone", "a", settings.ClusterNetworkLabelPrefix+testCN, "false")),
 	}
 	for _, sel := range []map[string]string{nil, kvSel} {
-		f := target{kvSel: sel, kvLabels: flatten(sel), clusterNetwork: testCN, clusterNetworkLabel: settings.ClusterNetworkLabelPrefix + testCN,
-			affinity: nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{})}
+		f := target{kvSel: sel, kvLabels: flatten(sel), clusterNetwork: testCN, clusterNetworkLabel: settings.ClusterNetworkLabelPrefix + testCN}
 		for _, n := range nodes {
 			s := f.judge(n).stage
 			if got, want := s > stageVirtHandler, settings.Eligible(n, sel); got != want {

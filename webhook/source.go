@@ -20,10 +20,7 @@ func sourceOffNetwork(in *CreateInput) string {
 		return ""
 	}
 	source, cn := in.VMI.Status.NodeName, in.Network.ClusterNetwork
-	for _, n := range in.Nodes {
-		if n == nil || n.Name != source {
-			continue
-		}
+	if n := in.node(source); n != nil {
 		if settings.HasClusterNetwork(n, cn) {
 			return ""
 		}

@@ -42,8 +42,10 @@ type target struct {
 	sel []label
 	why []string
 	// affinity is the target pod's required node affinity (nodeaffinity.GetRequiredNodeAffinity
-	// of a pod carrying only the affinity: the node selector is judged label by label).
-	affinity nodeaffinity.RequiredNodeAffinity
+	// of a pod carrying only the affinity: the node selector is judged label by label), parsed on
+	// first use (matchAffinity): the node index answers most reviews without it.
+	affinity       nodeaffinity.RequiredNodeAffinity
+	affinityParsed bool
 	source   string
 	occupied map[string]bool
 	// requests is the target pod's (the source pod's) requests; nil when unknown (room is then
@@ -99,7 +101,6 @@ func newTarget(in *CreateInput) (*target, string) {
 		t.sel = append(t.sel, label{r.Key, r.Value})
 		t.why = append(t.why, r.Why)
 	}
-	t.affinity = nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: corev1.PodSpec{Affinity: t.c.Affinity}})
 	if w := kubeVirtWorkloads(in.KubeVirt); w != nil {
 		t.kvSel = w.NodeSelector
 		t.kvLabels = flatten(t.kvSel)
@@ -144,7 +145,7 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 			return nodeVerdict{stage: stageSelector, label: i}
 		}
 	}
-	if ok, err := t.affinity.Match(n); !ok || err != nil {
+	if !t.matchAffinity(n) {
 		return nodeVerdict{stage: stageAffinity}
 	}
 	switch {
@@ -168,16 +169,25 @@ func (t *target) confirm(n *corev1.Node, affinityDone bool) bool {
 	if t.occupied[n.Name] {
 		return false
 	}
-	if !affinityDone {
-		if ok, err := t.affinity.Match(n); !ok || err != nil {
-			return false
-		}
+	if !affinityDone && !t.matchAffinity(n) {
+		return false
 	}
 	if t.requests != nil {
 		_, _, ok := fits(t.demand, n.Status.Allocatable, t.pods.Usage(n.Name))
 		return ok
 	}
 	return true
+}
+
+// matchAffinity is the scheduler's required node affinity test (a term that fails to parse
+// matches nothing).
+func (t *target) matchAffinity(n *corev1.Node) bool {
+	if !t.affinityParsed {
+		t.affinity = nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: corev1.PodSpec{Affinity: t.c.Affinity}})
+		t.affinityParsed = true
+	}
+	ok, err := t.affinity.Match(n)
+	return ok && err == nil
 }
 
 func tolerates(tols []corev1.Toleration, key string, effect corev1.TaintEffect) bool {
