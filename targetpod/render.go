@@ -234,34 +234,39 @@ func affinity(vmi *kubevirtv1.VirtualMachineInstance) *corev1.Affinity {
 			}
 		}
 	}
-	a := vmi.Spec.Affinity.DeepCopy()
-	for _, key := range reject {
-		a = rejectLabel(a, key)
-	}
-	return a
+	return rejectLabels(vmi.Spec.Affinity, reject)
 }
 
-// rejectLabel is modifyNodeAffintyToRejectLabel.
-func rejectLabel(a *corev1.Affinity, key string) *corev1.Affinity {
-	req := corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpDoesNotExist}
-	if a == nil {
-		a = &corev1.Affinity{}
-	}
-	if a.NodeAffinity == nil {
-		a.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := a.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}},
-		}
+// rejectLabels is modifyNodeAffintyToRejectLabel for each key: a DoesNotExist requirement per key
+// in every required term, or one term of them when there is none. It never modifies a (the
+// informer cache's object): what it changes is copied, the rest shared.
+func rejectLabels(a *corev1.Affinity, keys []string) *corev1.Affinity {
+	if len(keys) == 0 {
 		return a
 	}
-	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for i := range terms {
-		terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
+	reqs := make([]corev1.NodeSelectorRequirement, len(keys))
+	for i, k := range keys {
+		reqs[i] = corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpDoesNotExist}
 	}
-	return a
+	out := &corev1.Affinity{}
+	na := &corev1.NodeAffinity{}
+	if a != nil {
+		*out = *a
+		if a.NodeAffinity != nil {
+			*na = *a.NodeAffinity
+		}
+	}
+	out.NodeAffinity = na
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}
+		return out
+	}
+	terms := slices.Clone(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
+	for i := range terms {
+		terms[i].MatchExpressions = append(slices.Clip(terms[i].MatchExpressions), reqs...)
+	}
+	na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: terms}
+	return out
 }
 
 // notRendered lists what KubeVirt adds, or the VMI requires, that Render leaves out.

@@ -168,7 +168,7 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 func (v *MigrationValidator) vmi(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: vmim.Namespace, Name: vmim.Spec.VMIName}, vmi, client.UnsafeDisableDeepCopy)
-	if apierrors.IsNotFound(err) {
+	if err != nil && apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	return vmi, err
