@@ -49,4 +49,8 @@ type Response struct {
 	// Switches is the node process's context switches so far (voluntary and
 	// involuntary, all threads).
 	Switches int64 `json:"switches,omitempty"`
+	// UserBytes ("io") is what the node process has moved through read- and
+	// write-type system calls so far (rchar + wchar of /proc/self/io): bytes
+	// spliced from socket to socket are not in it.
+	UserBytes int64 `json:"userBytes,omitempty"`
 }

@@ -123,6 +123,12 @@ func (s *server) handle(req *Request, resp *Response) error {
 		resp.CPU = ru.Utime.Nano() + ru.Stime.Nano()
 		resp.Switches = ru.Nvcsw + ru.Nivcsw
 		resp.PID = os.Getpid()
+	case "io":
+		n, err := kvproxy.UserSpaceBytes()
+		if err != nil {
+			return err
+		}
+		resp.UserBytes = n
 	case "pprof-start":
 		if s.profile != nil {
 			return fmt.Errorf("a CPU profile is already running")
