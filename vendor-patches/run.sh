@@ -46,7 +46,7 @@ build_p="${MIGRANET_VP_BUILD_P:-2}"
 # instead of hanging CI.
 upstream_timeout="${MIGRANET_VP_UPSTREAM_TIMEOUT:-5m}"
 harness_timeout="${MIGRANET_VP_HARNESS_TIMEOUT:-8m}"
-bench_timeout="${MIGRANET_VP_BENCH_TIMEOUT:-8m}"
+bench_timeout="${MIGRANET_VP_BENCH_TIMEOUT:-15m}"
 
 die() { echo "vendor-patches: $*" >&2; exit 1; }
 say() { echo "vendor-patches: $*" >&2; }

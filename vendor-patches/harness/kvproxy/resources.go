@@ -1,8 +1,10 @@
 package kvproxy
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,4 +80,27 @@ func ProxyBytes(uid string) (map[string]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// UserSpaceBytes is rchar + wchar of /proc/self/io: the bytes this process has
+// passed through read(2)/write(2)-type system calls (sockets included). splice(2)
+// is not counted, so a proxy that forwards in the kernel leaves it unchanged.
+func UserSpaceBytes() (int64, error) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || (k != "rchar" && k != "wchar") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/self/io: %w", err)
+		}
+		total += n
+	}
+	return total, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -21,49 +22,232 @@ const EnvUpstreamPeer = "MIGRANET_VP_UPSTREAM_PEER"
 const (
 	benchSize   = 2 << 30 // bytes per throughput measure
 	benchRounds = 3       // throughput measures per path; the median is reported
-	qemuRuns    = 5       // QEMU migrations per path; the median is reported
 )
+
+// EnvProfile names a directory: the throughput bench then adds, per path, one
+// round with a pprof CPU profile of each proxy node and one with strace -c -f
+// attached to every process of the path (sender, proxies, sink), neither
+// counted. The files are named <path>-<role>.pprof / .strace.
+const EnvProfile = "MIGRANET_VP_PROFILE"
 
 // BenchmarkProxyThroughput moves 2 GiB over the lab's migration link: one direct
 // TCP connection, the patched proxy pair, and upstream's unpatched proxy pair
-// (the upstreampeer binary), plain and mTLS, rounds interleaved.
+// (the upstreampeer binary), plain and mTLS, rounds interleaved. The sender and
+// the sink run in node processes of their own, so each path's CPU time is known
+// per process: the endpoints' and the proxies'.
 func BenchmarkProxyThroughput(b *testing.B) {
 	peer := os.Getenv(EnvUpstreamPeer)
 	if peer == "" {
 		b.Fatalf("%s is not set: run this through vendor-patches/run.sh bench", EnvUpstreamPeer)
 	}
 	for i := 0; i < b.N; i++ {
+		loadLine("throughput bench start")
 		plain := benchPaths(b, false, peer)
 		mtls := benchPaths(b, true, peer)
-		direct := median(plain["direct"])
-		line(b, "plain direct TCP", plain["direct"], "")
-		line(b, "plain upstream pair", plain["upstream"], ratio(median(plain["upstream"]), direct, "direct", 0, false))
-		line(b, "plain patched pair", plain["patched"],
-			ratio(median(plain["patched"]), direct, "direct", 0.8, true)+", "+
-				ratio(median(plain["patched"]), median(plain["upstream"]), "upstream", 1.3, true))
-		line(b, "mTLS upstream pair", mtls["upstream"], ratio(median(mtls["upstream"]), direct, "direct TCP", 0, false))
-		line(b, "mTLS patched pair", mtls["patched"],
-			ratio(median(mtls["patched"]), direct, "direct TCP", 0, false)+", "+
-				ratio(median(mtls["patched"]), median(mtls["upstream"]), "upstream", 1.2, true))
-		b.ReportMetric(median(plain["patched"])/direct, "plain-patched/direct")
-		b.ReportMetric(median(plain["patched"])/median(plain["upstream"]), "plain-patched/upstream")
-		b.ReportMetric(median(mtls["patched"])/median(mtls["upstream"]), "mtls-patched/upstream")
+		loadLine("throughput bench end")
+		direct := plain["direct"]
+		d := direct.gibps()
+		line(b, "plain direct TCP", direct, direct, "")
+		line(b, "plain upstream pair", plain["upstream"], direct, ratio(plain["upstream"].gibps(), d, "direct", 0, false))
+		line(b, "plain patched pair", plain["patched"], direct,
+			ratio(plain["patched"].gibps(), d, "direct", 0.8, true)+", "+
+				ratio(plain["patched"].gibps(), plain["upstream"].gibps(), "upstream", 1.3, true))
+		line(b, "mTLS upstream pair", mtls["upstream"], direct, ratio(mtls["upstream"].gibps(), d, "direct TCP", 0, false))
+		line(b, "mTLS patched pair", mtls["patched"], direct,
+			ratio(mtls["patched"].gibps(), d, "direct TCP", 0, false)+", "+
+				ratio(mtls["patched"].gibps(), mtls["upstream"].gibps(), "upstream", 1.5, true))
+		b.ReportMetric(plain["patched"].gibps()/d, "plain-patched/direct")
+		b.ReportMetric(plain["patched"].gibps()/plain["upstream"].gibps(), "plain-patched/upstream")
+		b.ReportMetric(mtls["patched"].gibps()/mtls["upstream"].gibps(), "mtls-patched/upstream")
 	}
 }
 
-// benchPaths measures every path of one lab benchRounds times, in GiB/s.
-func benchPaths(b *testing.B, withTLS bool, peer string) map[string][]float64 {
+// rounds are one path's measures.
+type rounds []round
+
+// round is one 2 GiB stream: GiB/s, and the CPU seconds per GiB of its
+// endpoints (sender + sink processes) and of its proxies (both proxy processes),
+// and the context switches per MiB of each.
+type round struct {
+	gibps, endpoints, proxies       float64
+	endpointSwitches, proxySwitches float64
+}
+
+func (r rounds) pick(f func(round) float64) []float64 {
+	v := make([]float64, len(r))
+	for i, x := range r {
+		v[i] = f(x)
+	}
+	return v
+}
+
+func (r rounds) gibps() float64 { return median(r.pick(func(x round) float64 { return x.gibps })) }
+
+// pathCPU is the median CPU seconds per GiB of every process on the path.
+func (r rounds) pathCPU() float64 {
+	return median(r.pick(func(x round) float64 { return x.endpoints + x.proxies }))
+}
+
+func (r rounds) proxyCPU() float64 { return median(r.pick(func(x round) float64 { return x.proxies })) }
+
+// lab is one throughput lab: the patched proxies (e.source, e.target), upstream's
+// (up), and the endpoint nodes that send and sink the streams.
+type lab struct {
+	*env
+	up             [2]*node.Client
+	sender, sinker *node.Client
+}
+
+// benchPaths measures every path of one lab benchRounds times.
+func benchPaths(b *testing.B, withTLS bool, peer string) map[string]rounds {
 	e := newEnv(b, withTLS)
-	up := e.spawnUpstream(b, peer)
-	out := map[string][]float64{}
-	for r := 0; r < benchRounds; r++ {
-		if !withTLS {
-			out["direct"] = append(out["direct"], e.direct(b, fmt.Sprintf("direct-%d", r)))
+	l := &lab{env: e, up: e.spawnUpstream(b, peer)}
+	l.sender, l.sinker = e.spawnPlain(b, e.lab.Source), e.spawnPlain(b, e.lab.Target)
+	paths := []string{"patched", "upstream"}
+	if !withTLS {
+		paths = append([]string{"direct"}, paths...)
+	}
+	out := map[string]rounds{}
+	if dir := os.Getenv(EnvProfile); dir != "" {
+		for _, p := range paths {
+			l.profile(b, dir, p, withTLS)
 		}
-		out["patched"] = append(out["patched"], e.proxied(b, e.source, e.target, fmt.Sprintf("patched-%v-%d", withTLS, r)))
-		out["upstream"] = append(out["upstream"], e.proxied(b, up[0], up[1], fmt.Sprintf("upstream-%v-%d", withTLS, r)))
+	}
+	for r := 0; r < benchRounds; r++ {
+		for _, p := range paths {
+			out[p] = append(out[p], l.measure(b, p, fmt.Sprintf("%s-%v-%d", p, withTLS, r), nil))
+		}
 	}
 	return out
+}
+
+// proxies are the proxy nodes of path (none for direct).
+func (l *lab) proxies(path string) []*node.Client {
+	switch path {
+	case "patched":
+		return []*node.Client{l.source, l.target}
+	case "upstream":
+		return l.up[:]
+	}
+	return nil
+}
+
+// measure streams benchSize bytes over path and reads every process's CPU time
+// before and after. during, when set, runs once the stream has started and
+// returns a function to call when it has ended (the profile rounds).
+func (l *lab) measure(b *testing.B, path, key string, during func() func()) round {
+	procs := append([]*node.Client{l.sender, l.sinker}, l.proxies(path)...)
+	before, swBefore := cpuOf(b, procs)
+	var gibps float64
+	if path == "direct" {
+		gibps = l.direct(b, key, during)
+	} else {
+		p := l.proxies(path)
+		gibps = l.proxied(b, p[0], p[1], key, during)
+	}
+	after, swAfter := cpuOf(b, procs)
+	perGiB := func(i int) float64 { return (after[i] - before[i]) / (float64(benchSize) / (1 << 30)) }
+	swPerMiB := func(i int) float64 { return (swAfter[i] - swBefore[i]) / (float64(benchSize) / (1 << 20)) }
+	r := round{gibps: gibps, endpoints: perGiB(0) + perGiB(1), endpointSwitches: swPerMiB(0) + swPerMiB(1)}
+	for i := 2; i < len(procs); i++ {
+		r.proxies += perGiB(i)
+		r.proxySwitches += swPerMiB(i)
+	}
+	return r
+}
+
+// cpuOf reads the CPU seconds and the context switches of each node process so far.
+func cpuOf(b *testing.B, nodes []*node.Client) (cpu, switches []float64) {
+	cpu, switches = make([]float64, len(nodes)), make([]float64, len(nodes))
+	for i, c := range nodes {
+		r, err := c.Do(node.Request{Op: "cpu"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu[i], switches[i] = float64(r.CPU)/1e9, float64(r.Switches)
+	}
+	return cpu, switches
+}
+
+// profile runs two uncounted rounds of path: one with a pprof CPU profile of
+// each proxy node, one with strace -c -f on every process of the path.
+func (l *lab) profile(b *testing.B, dir, path string, withTLS bool) {
+	name := path + map[bool]string{false: "-plain", true: "-mtls"}[withTLS]
+	roles := map[*node.Client]string{l.sender: "sender", l.sinker: "sink"}
+	for i, c := range l.proxies(path) {
+		roles[c] = []string{"source-proxy", "target-proxy"}[i]
+	}
+	l.measure(b, path, name+"-pprof", func() func() {
+		for c, role := range roles {
+			if role == "sender" || role == "sink" {
+				continue
+			}
+			if _, err := c.Do(node.Request{Op: "pprof-start", Path: filepath.Join(dir, name+"-"+role+".pprof")}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return func() {
+			for c, role := range roles {
+				if role != "sender" && role != "sink" {
+					if _, err := c.Do(node.Request{Op: "pprof-stop"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+	})
+	pid := func(c *node.Client) string {
+		r, err := c.Do(node.Request{Op: "cpu"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return strconv.Itoa(r.PID)
+	}
+	// tool runs one uncounted round with the commands argv(role, pid) attached.
+	tool := func(bin, suffix string, argv func(role, pid string) [][]string) {
+		if _, err := exec.LookPath(bin); err != nil {
+			b.Logf("no %s on PATH: no %s files", bin, suffix)
+			return
+		}
+		r := l.measure(b, path, name+"-"+suffix, func() func() {
+			var cmds []*exec.Cmd
+			for c, role := range roles {
+				for _, a := range argv(role, pid(c)) {
+					cmd := exec.Command(a[0], a[1:]...)
+					if err := cmd.Start(); err != nil {
+						b.Fatal(err)
+					}
+					cmds = append(cmds, cmd)
+				}
+			}
+			return func() {
+				for _, cmd := range cmds {
+					_ = cmd.Process.Signal(os.Interrupt)
+					_ = cmd.Wait()
+				}
+			}
+		})
+		b.Logf("profile %s: %s round %.2f GiB/s", name, suffix, r.gibps)
+	}
+	tool("strace", "strace", func(role, pid string) [][]string {
+		return [][]string{{"strace", "-c", "-f", "-o", filepath.Join(dir, name+"-"+role+".strace"), "-p", pid}}
+	})
+	// perf: the kernel's share, sampled on the software clock (no hardware
+	// counters needed), one file per process.
+	tool("perf", "perf", func(role, pid string) [][]string {
+		return [][]string{{"perf", "record", "-q", "-e", "cpu-clock", "-g", "-o", filepath.Join(dir, name+"-"+role+".perf.data"), "-p", pid}}
+	})
+}
+
+// spawnPlain starts a node of this binary in namespace ns with no proxy manager:
+// the sender or sink of the throughput streams.
+func (e *env) spawnPlain(b *testing.B, ns string) *node.Client {
+	c, err := node.Spawn(ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return c
 }
 
 // spawnUpstream starts the upstream peer as source and target nodes of the lab,
@@ -85,28 +269,32 @@ func (e *env) spawnUpstream(b *testing.B, peer string) [2]*node.Client {
 }
 
 // direct is one TCP connection from the source to the target namespace.
-func (e *env) direct(b *testing.B, key string) float64 {
-	r, err := e.target.Do(node.Request{Op: "sink", Key: key, Network: "tcp", Addr: net.JoinHostPort(e.lab.TargetMig, "0"), Size: benchSize})
+func (l *lab) direct(b *testing.B, key string, during func() func()) float64 {
+	r, err := l.sinker.Do(node.Request{Op: "sink", Key: key, Network: "tcp", Addr: net.JoinHostPort(l.lab.TargetMig, "0"), Size: benchSize})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := e.source.Do(node.Request{Op: "send", Network: "tcp", Addr: net.JoinHostPort(e.lab.TargetMig, strconv.Itoa(r.Ports["sink"])), Size: benchSize})
+	var end func()
+	if during != nil {
+		end = during()
+	}
+	s, err := l.sender.Do(node.Request{Op: "send", Network: "tcp", Addr: net.JoinHostPort(l.lab.TargetMig, strconv.Itoa(r.Ports["sink"])), Size: benchSize})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return finish(b, e.target, key, s.Start)
+	return finish(b, l.sinker, key, s.Start, end)
 }
 
 // proxied streams through a source proxy on src and a target proxy on dst,
 // unix socket -> TCP over the migration link -> unix socket.
-func (e *env) proxied(b *testing.B, src, dst *node.Client, key string) float64 {
+func (l *lab) proxied(b *testing.B, src, dst *node.Client, key string, during func() func()) float64 {
 	dir, err := os.MkdirTemp("", "vpb")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	sinkPath := filepath.Join(dir, key+"-49152")
-	if _, err := dst.Do(node.Request{Op: "sink", Key: key, Network: "unix", Addr: sinkPath, Size: benchSize}); err != nil {
+	if _, err := l.sinker.Do(node.Request{Op: "sink", Key: key, Network: "unix", Addr: sinkPath, Size: benchSize}); err != nil {
 		b.Fatal(err)
 	}
 	r, err := dst.Do(node.Request{Op: "start-target", Key: key, Sockets: []string{sinkPath}})
@@ -114,7 +302,7 @@ func (e *env) proxied(b *testing.B, src, dst *node.Client, key string) float64 {
 		b.Fatal(err)
 	}
 	defer func() { _, _ = dst.Do(node.Request{Op: "stop", Key: key}) }()
-	sr, err := src.Do(node.Request{Op: "start-source", Key: key, Addr: e.lab.TargetMig, Ports: r.Ports, Dir: dir})
+	sr, err := src.Do(node.Request{Op: "start-source", Key: key, Addr: l.lab.TargetMig, Ports: r.Ports, Dir: dir})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,15 +310,23 @@ func (e *env) proxied(b *testing.B, src, dst *node.Client, key string) float64 {
 	if len(sr.Files) != 1 {
 		b.Fatalf("source proxy files %v", sr.Files)
 	}
-	s, err := src.Do(node.Request{Op: "send", Network: "unix", Addr: sr.Files[0], Size: benchSize})
+	var end func()
+	if during != nil {
+		end = during()
+	}
+	s, err := l.sender.Do(node.Request{Op: "send", Network: "unix", Addr: sr.Files[0], Size: benchSize})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return finish(b, dst, key, s.Start)
+	return finish(b, l.sinker, key, s.Start, end)
 }
 
-// finish waits (at most 3 minutes) for the sink and returns GiB/s.
-func finish(b *testing.B, sinkNode *node.Client, key string, start int64) float64 {
+// finish waits (at most 3 minutes) for the sink, calls end (when set) and
+// returns GiB/s.
+func finish(b *testing.B, sinkNode *node.Client, key string, start int64, end func()) float64 {
+	if end != nil {
+		defer end()
+	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		w, err := sinkNode.Do(node.Request{Op: "sinkwait", Key: key})
@@ -149,57 +345,222 @@ func finish(b *testing.B, sinkNode *node.Client, key string, start int64) float6
 	return 0
 }
 
-// BenchmarkQEMUMigration times real migrations through the patched proxy pair
-// and directly over the migration link (plain TCP), runs interleaved.
+// benchGuest is the QEMU bench's guest: 1 GiB of random RAM, 128 MiB/s dirtied
+// steadily over a 512 MiB window.
+var benchGuest = qemu.Paced{MemBytes: 1 << 30, DirtyStart: 64 << 20, DirtyBytes: 512 << 20, DirtyMiBps: 128}
+
+// qemuRun is one bench migration as QMP's query-migrate reported it, and the
+// CPU seconds it cost QEMU (both processes, vCPU threads left out) and the two
+// proxies.
+type qemuRun struct {
+	totalMs, downtimeMs float64
+	transferred         int64
+	qemuCPU, proxyCPU   float64
+}
+
+func (r qemuRun) gib() float64 { return float64(r.transferred) / (1 << 30) }
+
+type qemuRuns []qemuRun
+
+func (q qemuRuns) pick(f func(qemuRun) float64) []float64 {
+	v := make([]float64, len(q))
+	for i, x := range q {
+		v[i] = f(x)
+	}
+	return v
+}
+
+// BenchmarkQEMUMigration migrates the 1 GiB dirtying guest (benchGuest)
+// directly over the migration link (TCP), through the patched proxy pair and
+// through upstream's, single stream and with multifd (4 channels, KubeVirt's
+// parallel migration connections), runs interleaved. Every migration's guest
+// memory is compared (qemu.Migrate).
 func BenchmarkQEMUMigration(b *testing.B) {
+	peer := os.Getenv(EnvUpstreamPeer)
+	if peer == "" {
+		b.Fatalf("%s is not set: run this through vendor-patches/run.sh bench", EnvUpstreamPeer)
+	}
 	for i := 0; i < b.N; i++ {
 		e := newEnv(b, false)
-		o := qemu.Options{MaxBytes: fast, Timeout: 30 * time.Second}
-		var proxied, direct []float64
-		for r := 0; r < qemuRuns; r++ {
-			f := e.prepare(b, fmt.Sprintf("vmi-bench-%d", r), o)
-			f.listen(b)
-			_, took, err := f.migrate(o)
-			if err != nil {
-				b.Fatalf("migration through the proxies, run %d: %v", r, err)
-			}
-			proxied = append(proxied, took.Seconds())
-			f.src.Kill()
-			f.dst.Kill()
-
-			dir, err := os.MkdirTemp("", "vpq")
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { os.RemoveAll(dir) })
-			src, dst := e.startVMs(b, dir, o)
-			uri := "tcp:" + net.JoinHostPort(e.lab.TargetMig, strconv.Itoa(49300+r))
-			if err := qemu.Incoming(dst.QMP, uri); err != nil {
-				b.Fatal(err)
-			}
-			_, took, err = qemu.Migrate(src.QMP, dst.QMP, uri, o)
-			if err != nil {
-				b.Fatalf("direct migration, run %d: %v", r, err)
-			}
-			direct = append(direct, took.Seconds())
-			src.Kill()
-			dst.Kill()
+		up := e.spawnUpstream(b, peer)
+		dir, err := os.MkdirTemp("", "vpbguest")
+		if err != nil {
+			b.Fatal(err)
 		}
-		mp, md := median(proxied), median(direct)
-		fmt.Printf("bench proxy: qemu migration 256 MiB plain, through the patched proxies: median %.2fs (%s)\n", mp, list(proxied, "%.2f"))
-		fmt.Printf("bench proxy: qemu migration 256 MiB plain, direct TCP: median %.2fs (%s)\n", md, list(direct, "%.2f"))
-		fmt.Printf("bench proxy: qemu migration proxies/direct = %.2fx (goal <= 1.10x: %s)\n", mp/md, verdict(mp/md <= 1.1))
-		b.ReportMetric(mp/md, "qemu-proxied/direct")
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		a, err := qemu.BuildPaced(dir, benchGuest)
+		if err != nil {
+			b.Fatal(err)
+		}
+		loadLine("qemu bench start")
+		for _, mfd := range []int{0, 4} {
+			runs := map[string]qemuRuns{}
+			failed := map[string][]string{}
+			for r := 0; r < qemuBenchRuns; r++ {
+				for _, path := range []string{"direct", "patched", "upstream"} {
+					run, err := e.qemuOnce(b, a, path, up, mfd, fmt.Sprintf("vmi-bench-%s-%d-%d", path, mfd, r))
+					if err != nil {
+						if path == "upstream" && mfd > 0 {
+							// Upstream dials each channel in a goroutine of its own:
+							// reordered multifd channels fail the migration.
+							failed[path] = append(failed[path], err.Error())
+							continue
+						}
+						b.Fatalf("%s migration (multifd %d), run %d: %v", path, mfd, r, err)
+					}
+					runs[path] = append(runs[path], run)
+				}
+			}
+			mode := "single stream"
+			if mfd > 0 {
+				mode = fmt.Sprintf("multifd %d channels", mfd)
+			}
+			direct := runs["direct"]
+			qemuLine(b, mode, "direct TCP", direct, direct, nil, "")
+			dt := median(direct.pick(func(x qemuRun) float64 { return x.totalMs }))
+			for _, path := range []string{"patched", "upstream"} {
+				r := runs[path]
+				goal := ""
+				if len(r) > 0 {
+					t := median(r.pick(func(x qemuRun) float64 { return x.totalMs })) / dt
+					goal = fmt.Sprintf("total time %.2fx direct", t)
+					if path == "patched" {
+						goal += fmt.Sprintf(" (goal <= 1.10x: %s)", verdict(t <= 1.1))
+						b.ReportMetric(t, fmt.Sprintf("qemu-mfd%d-patched/direct", mfd))
+					}
+				}
+				qemuLine(b, mode, path+" pair", r, direct, failed[path], goal)
+			}
+		}
+		loadLine("qemu bench end")
 	}
 }
 
-func line(b *testing.B, what string, runs []float64, ratios string) {
+// qemuBenchRuns is how many migrations of each path and mode the QEMU bench runs.
+const qemuBenchRuns = 3
+
+// qemuOnce migrates a fresh pair of guests a over path ("direct", "patched",
+// "upstream") and reads the CPU times around it.
+func (e *env) qemuOnce(b *testing.B, a *qemu.Assets, path string, up [2]*node.Client, multifd int, key string) (qemuRun, error) {
+	o := qemu.Options{Multifd: multifd, MaxBytes: fast, Timeout: 90 * time.Second, MemBytes: a.MemBytes}
+	var proxies []*node.Client
+	switch path {
+	case "patched":
+		proxies = []*node.Client{e.source, e.target}
+	case "upstream":
+		proxies = up[:]
+	}
+	var src, dst *qemu.VM
+	var uri string
+	if proxies == nil {
+		dir, err := os.MkdirTemp("", "vpq")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		src, dst = e.startGuests(b, dir, a, o)
+		e.directPort++
+		uri = "tcp:" + net.JoinHostPort(e.lab.TargetMig, strconv.Itoa(49300+e.directPort))
+		if err := qemu.Incoming(dst.QMP, uri); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		f := e.prepareOn(b, proxies[0], proxies[1], a, key, o)
+		f.listen(b)
+		src, dst, uri = f.src, f.dst, "unix:"+f.sourceSock
+	}
+	defer src.Kill()
+	defer dst.Kill()
+	read := func() (q, p float64) {
+		for _, vm := range []*qemu.VM{src, dst} {
+			c, err := qemu.MigrationCPU(vm.PID())
+			if err != nil {
+				b.Fatal(err)
+			}
+			q += c
+		}
+		cpu, _ := cpuOf(b, proxies)
+		for _, c := range cpu {
+			p += c
+		}
+		return q, p
+	}
+	q0, p0 := read()
+	var q1, p1 float64
+	o.Landed = func() { q1, p1 = read() }
+	info, _, err := qemu.Migrate(src.QMP, dst.QMP, uri, o)
+	if err != nil {
+		return qemuRun{}, fmt.Errorf("%v (%s, %d bytes)", err, info.Status, info.RAM.Transferred)
+	}
+	if info.RAM.DirtySyncCount < 2 {
+		b.Fatalf("%s: dirty-sync-count %d: pre-copy did not iterate", key, info.RAM.DirtySyncCount)
+	}
+	return qemuRun{totalMs: float64(info.TotalTime), downtimeMs: float64(info.Downtime), transferred: info.RAM.Transferred,
+		qemuCPU: q1 - q0, proxyCPU: p1 - p0}, nil
+}
+
+// qemuLine prints one path of the QEMU bench: total time, downtime and bytes
+// transferred (min/median/max), CPU per GiB transferred against the direct
+// path's, failed runs.
+func qemuLine(b *testing.B, mode, path string, r, direct qemuRuns, failed []string, ratio string) {
 	b.Helper()
-	s := fmt.Sprintf("bench proxy: %s, 2 GiB: median %.2f GiB/s (%s)", what, median(runs), list(runs, "%.2f"))
+	s := fmt.Sprintf("bench proxy: qemu 1 GiB guest dirtying %d MiB/s, %s, %s: ", benchGuest.DirtyMiBps, mode, path)
+	if len(r) == 0 {
+		s += "no run completed"
+	} else {
+		perGiB := func(f func(qemuRun) float64) func(qemuRun) float64 {
+			return func(x qemuRun) float64 { return f(x) / x.gib() }
+		}
+		pathCPU := func(q qemuRuns) float64 {
+			return median(q.pick(perGiB(func(x qemuRun) float64 { return x.qemuCPU + x.proxyCPU })))
+		}
+		s += fmt.Sprintf("total time %s s, downtime %s ms, transferred %s MiB (min / median / max)",
+			minMedMax(r.pick(func(x qemuRun) float64 { return x.totalMs / 1000 }), "%.2f"),
+			minMedMax(r.pick(func(x qemuRun) float64 { return x.downtimeMs }), "%.0f"),
+			minMedMax(r.pick(func(x qemuRun) float64 { return float64(x.transferred) / (1 << 20) }), "%.0f"))
+		if ratio != "" {
+			s += "; " + ratio
+		}
+		s += fmt.Sprintf("; CPU per GiB: QEMU %.2f s, proxies %.2f s, whole path %.2f s = %.2fx direct's",
+			median(r.pick(perGiB(func(x qemuRun) float64 { return x.qemuCPU }))),
+			median(r.pick(perGiB(func(x qemuRun) float64 { return x.proxyCPU }))),
+			pathCPU(r), pathCPU(r)/pathCPU(direct))
+	}
+	if len(failed) > 0 {
+		s += fmt.Sprintf("; %d of %d runs FAILED (first: %s)", len(failed), len(failed)+len(r), failed[0])
+	}
+	fmt.Println(s)
+}
+
+// line prints one throughput measure: GiB/s (median, then min/median/max of
+// the rounds), its ratios, and its CPU cost per GiB against the direct path's.
+func line(b *testing.B, what string, r, direct rounds, ratios string) {
+	b.Helper()
+	g := r.pick(func(x round) float64 { return x.gibps })
+	s := fmt.Sprintf("bench proxy: %s, 2 GiB: median %.2f GiB/s (min/median/max %s)", what, median(g), minMedMax(g, "%.2f"))
 	if ratios != "" {
 		s += "; " + ratios
 	}
+	s += fmt.Sprintf("; CPU per GiB: proxies %.2f s, whole path %.2f s = %.2fx direct's %.2f s; context switches per MiB: proxies %.1f, endpoints %.1f",
+		r.proxyCPU(), r.pathCPU(), r.pathCPU()/direct.pathCPU(), direct.pathCPU(),
+		median(r.pick(func(x round) float64 { return x.proxySwitches })), median(r.pick(func(x round) float64 { return x.endpointSwitches })))
 	fmt.Println(s)
+}
+
+// loadLine prints the machine's load average (the bench's numbers are only
+// comparable within one run; this says how busy the machine was).
+func loadLine(when string) {
+	l, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return
+	}
+	fmt.Printf("bench proxy: %s, load average %s\n", when, strings.Join(strings.Fields(string(l))[:3], " "))
+}
+
+func minMedMax(v []float64, f string) string {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return fmt.Sprintf(f+" / "+f+" / "+f, s[0], median(s), s[len(s)-1])
 }
 
 // ratio formats a/base; with a goal it says whether a >= goal × base.

@@ -104,6 +104,7 @@ type env struct {
 	source, target *node.Client
 	tls            bool
 	pki            []byte // exported PKI the nodes were given (nil without TLS)
+	directPort     int    // the bench's direct migrations: last port offset used
 }
 
 func newEnv(t testing.TB, withTLS bool) *env {
@@ -314,14 +315,21 @@ type flight struct {
 // listening (call listen).
 func (e *env) prepare(t testing.TB, key string, o qemu.Options) *flight {
 	t.Helper()
+	return e.prepareOn(t, e.source, e.target, assets, key, o)
+}
+
+// prepareOn is prepare with the proxies of the source and target nodes given
+// (the bench's upstream pair) and the guest a.
+func (e *env) prepareOn(t testing.TB, srcNode, dstNode *node.Client, a *qemu.Assets, key string, o qemu.Options) *flight {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "vpq")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	f := &flight{key: key, dir: dir}
-	f.src, f.dst = e.startVMs(t, dir, o)
-	r, err := e.target.Do(node.Request{Op: "start-target", Key: key, Sockets: []string{f.dstSocket()}})
+	f.src, f.dst = e.startGuests(t, dir, a, o)
+	r, err := dstNode.Do(node.Request{Op: "start-target", Key: key, Sockets: []string{f.dstSocket()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +339,7 @@ func (e *env) prepare(t testing.TB, key string, o qemu.Options) *flight {
 	for p := range r.Ports {
 		f.targetPort = p
 	}
-	s, err := e.source.Do(node.Request{Op: "start-source", Key: key, Addr: e.lab.TargetMig, Ports: r.Ports, Dir: dir})
+	s, err := srcNode.Do(node.Request{Op: "start-source", Key: key, Addr: e.lab.TargetMig, Ports: r.Ports, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,8 +348,8 @@ func (e *env) prepare(t testing.TB, key string, o qemu.Options) *flight {
 	}
 	f.sourceSock = s.Files[0]
 	t.Cleanup(func() {
-		_, _ = e.source.Do(node.Request{Op: "stop", Key: key})
-		_, _ = e.target.Do(node.Request{Op: "stop", Key: key})
+		_, _ = srcNode.Do(node.Request{Op: "stop", Key: key})
+		_, _ = dstNode.Do(node.Request{Op: "stop", Key: key})
 	})
 	return f
 }
@@ -350,12 +358,18 @@ func (e *env) prepare(t testing.TB, key string, o qemu.Options) *flight {
 // (-incoming defer) in the target namespace, both prepared with o.
 func (e *env) startVMs(t testing.TB, dir string, o qemu.Options) (src, dst *qemu.VM) {
 	t.Helper()
-	dst, err := qemu.Start([]string{"ip", "netns", "exec", e.lab.Target}, dir, "dst", assets, true)
+	return e.startGuests(t, dir, assets, o)
+}
+
+// startGuests is startVMs with the guest a.
+func (e *env) startGuests(t testing.TB, dir string, a *qemu.Assets, o qemu.Options) (src, dst *qemu.VM) {
+	t.Helper()
+	dst, err := qemu.Start([]string{"ip", "netns", "exec", e.lab.Target}, dir, "dst", a, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(dst.Kill)
-	if src, err = qemu.Start([]string{"ip", "netns", "exec", e.lab.Source}, dir, "src", assets, false); err != nil {
+	if src, err = qemu.Start([]string{"ip", "netns", "exec", e.lab.Source}, dir, "src", a, false); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(src.Kill)

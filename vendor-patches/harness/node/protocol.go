@@ -18,6 +18,8 @@ type Request struct {
 	// Network ("tcp" or "unix") and Size of a "sink" or "send" stream.
 	Network string `json:"network,omitempty"`
 	Size    int64  `json:"size,omitempty"`
+	// Path is where "pprof-start" writes the node's CPU profile.
+	Path string `json:"path,omitempty"`
 }
 
 // Response is a node's answer.
@@ -40,4 +42,15 @@ type Response struct {
 	End      int64 `json:"end,omitempty"`
 	Received int64 `json:"received,omitempty"`
 	Done     bool  `json:"done,omitempty"`
+	// "cpu": the node process's CPU time so far (user + system, getrusage) in
+	// nanoseconds, and its pid.
+	CPU int64 `json:"cpu,omitempty"`
+	PID int   `json:"pid,omitempty"`
+	// Switches is the node process's context switches so far (voluntary and
+	// involuntary, all threads).
+	Switches int64 `json:"switches,omitempty"`
+	// UserBytes ("io") is what the node process has moved through read- and
+	// write-type system calls so far (rchar + wchar of /proc/self/io): bytes
+	// spliced from socket to socket are not in it.
+	UserBytes int64 `json:"userBytes,omitempty"`
 }

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/migranet/migranet/vendor-patches/harness/kvproxy"
@@ -49,6 +51,7 @@ type server struct {
 	pki     *kvproxy.PKI
 	manager migrationproxy.ProxyManager
 	streams streams
+	profile *os.File // the CPU profile being written ("pprof-start")
 }
 
 func (s *server) handle(req *Request, resp *Response) error {
@@ -112,6 +115,41 @@ func (s *server) handle(req *Request, resp *Response) error {
 			return fmt.Errorf("%s: %w", req.Stranger, err)
 		}
 		resp.Refused = refused
+	case "cpu":
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return err
+		}
+		resp.CPU = ru.Utime.Nano() + ru.Stime.Nano()
+		resp.Switches = ru.Nvcsw + ru.Nivcsw
+		resp.PID = os.Getpid()
+	case "io":
+		n, err := kvproxy.UserSpaceBytes()
+		if err != nil {
+			return err
+		}
+		resp.UserBytes = n
+	case "pprof-start":
+		if s.profile != nil {
+			return fmt.Errorf("a CPU profile is already running")
+		}
+		f, err := os.Create(req.Path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		s.profile = f
+	case "pprof-stop":
+		if s.profile == nil {
+			return fmt.Errorf("no CPU profile running")
+		}
+		pprof.StopCPUProfile()
+		err := s.profile.Close()
+		s.profile = nil
+		return err
 	case "sink", "sinkwait", "send":
 		return s.streams.handle(req, resp)
 	default:

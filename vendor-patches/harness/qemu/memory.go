@@ -12,10 +12,10 @@ import (
 const dumpChunk = 4096
 
 // CompareMemory dumps the guest RAM of both (paused) VMs with QMP pmemsave, the
-// physical range [0, MemSize), and fails unless they are byte for byte equal,
+// physical range [0, size), and fails unless they are byte for byte equal,
 // naming the first differing page and how many differ. The dumps go to
-// /dev/shm when it is writable (they are 2 × MemSize) and are removed after.
-func CompareMemory(src, dst *QMP) error {
+// /dev/shm when it is writable (they are 2 × size) and are removed after.
+func CompareMemory(src, dst *QMP, size int64) error {
 	dir, err := os.MkdirTemp(dumpRoot(), "vpmem")
 	if err != nil {
 		return err
@@ -23,11 +23,11 @@ func CompareMemory(src, dst *QMP) error {
 	defer os.RemoveAll(dir)
 	paths := [2]string{filepath.Join(dir, "src.mem"), filepath.Join(dir, "dst.mem")}
 	for i, q := range []*QMP{src, dst} {
-		if err := q.Do("pmemsave", map[string]any{"val": 0, "size": MemSize, "filename": paths[i]}, nil); err != nil {
+		if err := q.Do("pmemsave", map[string]any{"val": 0, "size": size, "filename": paths[i]}, nil); err != nil {
 			return fmt.Errorf("dumping guest memory: %w", err)
 		}
 	}
-	return compareFiles(paths[0], paths[1])
+	return compareFiles(paths[0], paths[1], size)
 }
 
 func dumpRoot() string {
@@ -41,7 +41,7 @@ func dumpRoot() string {
 	return os.TempDir()
 }
 
-func compareFiles(a, b string) error {
+func compareFiles(a, b string, size int64) error {
 	fa, err := os.Open(a)
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func compareFiles(a, b string) error {
 	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
 	var off int64
 	first, pages := int64(-1), 0
-	for off < MemSize {
+	for off < size {
 		if _, err := io.ReadFull(fa, ba); err != nil {
 			return fmt.Errorf("source dump at %#x: %w", off, err)
 		}
@@ -75,7 +75,7 @@ func compareFiles(a, b string) error {
 		off += int64(len(ba))
 	}
 	if pages > 0 {
-		return fmt.Errorf("guest memory differs after the migration: %d pages of %d, first at %#x", pages, MemSize/dumpChunk, first)
+		return fmt.Errorf("guest memory differs after the migration: %d pages of %d, first at %#x", pages, size/dumpChunk, first)
 	}
 	return nil
 }

@@ -13,15 +13,23 @@ type Options struct {
 	// ReturnPath turns on QEMU's return path, so the destination talks back on
 	// the migration connection (the proxies' from_target direction).
 	ReturnPath bool
+	// MemBytes is the guest RAM compared after the migration (0: MemSize).
+	MemBytes int64
+	// Landed, when set, is called once the destination has landed the
+	// migration, before the memory is compared (the bench reads CPU times there).
+	Landed func()
 }
 
 // MigrationInfo is the part of query-migrate the suite checks.
 type MigrationInfo struct {
 	Status    string `json:"status"`
-	TotalTime int64  `json:"total-time"`
+	TotalTime int64  `json:"total-time"` // ms
+	Downtime  int64  `json:"downtime"`   // ms, once completed
 	RAM       struct {
 		Transferred    int64 `json:"transferred"`
+		Total          int64 `json:"total"`
 		DirtySyncCount int64 `json:"dirty-sync-count"`
+		MultifdBytes   int64 `json:"multifd-bytes"`
 	} `json:"ram"`
 }
 
@@ -77,7 +85,14 @@ func Migrate(src, dst *QMP, uri string, o Options) (MigrationInfo, time.Duration
 	if dinfo.Status != "completed" {
 		return info, elapsed, fmt.Errorf("destination migration status %q, want completed", dinfo.Status)
 	}
-	if err := CompareMemory(src, dst); err != nil {
+	if o.Landed != nil {
+		o.Landed()
+	}
+	size := o.MemBytes
+	if size == 0 {
+		size = MemSize
+	}
+	if err := CompareMemory(src, dst, size); err != nil {
 		return info, elapsed, err
 	}
 	if err := dst.Do("cont", nil, nil); err != nil {

@@ -15,19 +15,27 @@ type VM struct {
 	QMP     *QMP
 	exited  chan struct{} // closed once QEMU has been reaped
 	waitErr error         // cmd.Wait's result, valid after exited
+	// MemBytes is the guest RAM.
+	MemBytes int64
 }
+
+// PID is the QEMU process's.
+func (vm *VM) PID() int { return vm.cmd.Process.Pid }
 
 // Start launches QEMU through wrap (e.g. "ip netns exec NS"), in dir, named name.
 // incoming starts it as a migration destination (-incoming defer, -S).
 func Start(wrap []string, dir, name string, a *Assets, incoming bool) (*VM, error) {
 	qmpPath := filepath.Join(dir, name+".qmp")
 	_ = os.Remove(qmpPath)
-	mem := "memory-backend-file,id=mem,size=256M,mem-path=" + a.RAM + ",share=off"
+	size := fmt.Sprintf("%dM", a.MemBytes>>20)
+	mem := "memory-backend-file,id=mem,size=" + size + ",mem-path=" + a.RAM + ",share=off"
 	if incoming {
-		mem = "memory-backend-ram,id=mem,size=256M"
+		mem = "memory-backend-ram,id=mem,size=" + size
 	}
-	args := []string{"qemu-system-x86_64", "-accel", "tcg", "-machine", "q35,memory-backend=mem",
-		"-object", mem, "-m", "256M", "-nodefaults", "-display", "none", "-kernel", a.Kernel,
+	// debug-threads: QEMU names its threads ("CPU 0/TCG", "live_migration"), so
+	// MigrationCPU can leave the vCPU out.
+	args := []string{"qemu-system-x86_64", "-name", name + ",debug-threads=on", "-accel", "tcg", "-machine", "q35,memory-backend=mem",
+		"-object", mem, "-m", size, "-nodefaults", "-display", "none", "-kernel", a.Kernel,
 		"-qmp", "unix:" + qmpPath + ",server=on,wait=off"}
 	if incoming {
 		// -S: the destination stays paused once the migration has landed, so its
@@ -47,7 +55,7 @@ func Start(wrap []string, dir, name string, a *Assets, incoming bool) (*VM, erro
 		logf.Close()
 		return nil, fmt.Errorf("qemu-system-x86_64: %w", err)
 	}
-	vm := &VM{cmd: cmd, exited: make(chan struct{})}
+	vm := &VM{cmd: cmd, exited: make(chan struct{}), MemBytes: a.MemBytes}
 	go func() {
 		vm.waitErr = cmd.Wait()
 		logf.Close()
