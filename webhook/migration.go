@@ -45,6 +45,8 @@ type MigrationValidator struct {
 	nodeState    func() *nodeState
 	kubeVirt     func(context.Context) (*kubeVirtView, error)
 	settingsView func(context.Context) (*settingsView, error)
+	// stores, when set, replaces the reads of VMIs and VMIMs through Reader.
+	stores *lookup
 }
 
 // policyAndHash returns the migration policy (nil = default) and the migration network's hash.
@@ -138,12 +140,18 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 	if in.VMI, err = v.vmi(ctx, vmim); err != nil {
 		return nil, err
 	}
-	others := &kubevirtv1.VirtualMachineInstanceMigrationList{}
-	if err := v.Reader.List(ctx, others, client.InNamespace(vmim.Namespace), client.MatchingFields{vmiNameIndex: vmim.Spec.VMIName}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	for i := range others.Items {
-		in.OtherMigrations = append(in.OtherMigrations, &others.Items[i])
+	if v.stores != nil {
+		if in.OtherMigrations, err = v.stores.migrationsOf(vmim.Namespace, vmim.Spec.VMIName); err != nil {
+			return nil, err
+		}
+	} else {
+		others := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+		if err := v.Reader.List(ctx, others, client.InNamespace(vmim.Namespace), client.MatchingFields{vmiNameIndex: vmim.Spec.VMIName}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		for i := range others.Items {
+			in.OtherMigrations = append(in.OtherMigrations, &others.Items[i])
+		}
 	}
 	if v.kubeVirt != nil {
 		kv, err := v.kubeVirt(ctx)
@@ -166,6 +174,9 @@ func (v *MigrationValidator) createInput(ctx context.Context, vmim *kubevirtv1.V
 }
 
 func (v *MigrationValidator) vmi(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration) (*kubevirtv1.VirtualMachineInstance, error) {
+	if v.stores != nil {
+		return v.stores.vmi(vmim.Namespace, vmim.Spec.VMIName)
+	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	err := v.Reader.Get(ctx, client.ObjectKey{Namespace: vmim.Namespace, Name: vmim.Spec.VMIName}, vmi, client.UnsafeDisableDeepCopy)
 	if err != nil && apierrors.IsNotFound(err) {

@@ -74,6 +74,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	stores, err := newLookup(ctx, cache)
+	if err != nil {
+		return err
+	}
 	hooks := []struct {
 		obj       runtime.Object
 		validator admission.CustomValidator
@@ -81,7 +85,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: cache, Nodes: nodes, KubeVirtNamespace: opts.KubeVirtNamespace,
 			Snapshots: opts.Snapshots, Metrics: opts.Metrics, Recorder: opts.Recorder, Pods: podView(opts.Pods), nodeState: snap.load,
-			kubeVirt: kv.get, settingsView: sv.get}},
+			kubeVirt: kv.get, settingsView: sv.get, stores: stores}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},
 	}

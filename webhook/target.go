@@ -46,8 +46,8 @@ type target struct {
 	// first use (matchAffinity): the node index answers most reviews without it.
 	affinity       nodeaffinity.RequiredNodeAffinity
 	affinityParsed bool
-	source   string
-	occupied map[string]bool
+	source         string
+	occupied       map[string]bool
 	// requests is the target pod's (the source pod's) requests; nil when unknown (room is then
 	// not judged). demand is the same in amount units, in the scheduler's order.
 	requests corev1.ResourceList
