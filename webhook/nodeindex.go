@@ -22,6 +22,7 @@ type nodeIndex struct {
 	keys     map[string][]uint64   // nodes carrying key, any value
 	taints   map[taintKey][]uint64 // nodes carrying a NoSchedule or NoExecute taint
 	cordoned []uint64
+	allocs   []nodeAlloc // per node
 }
 
 type taintKey struct {
@@ -32,13 +33,15 @@ type taintKey struct {
 func newNodeIndex(nodes []*corev1.Node) *nodeIndex {
 	words := (len(nodes) + 63) / 64
 	ix := &nodeIndex{nodes: nodes, byName: make(map[string]int, len(nodes)), base: make([]uint64, words),
-		labels: map[label][]uint64{}, keys: map[string][]uint64{}, taints: map[taintKey][]uint64{}, cordoned: make([]uint64, words)}
+		labels: map[label][]uint64{}, keys: map[string][]uint64{}, taints: map[taintKey][]uint64{}, cordoned: make([]uint64, words),
+		allocs: make([]nodeAlloc, len(nodes))}
 	set := func(m func() []uint64, i int) { m()[i/64] |= 1 << (i % 64) }
 	for i, n := range nodes {
 		if n == nil {
 			continue
 		}
 		ix.byName[n.Name] = i
+		ix.allocs[i] = allocOf(n)
 		if _, witness := n.Labels[settings.WitnessLabel]; nodeReady(n) && !witness {
 			set(func() []uint64 { return ix.base }, i)
 		}
@@ -120,7 +123,7 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 	for w, word := range acc {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
-			if t.confirm(ix.nodes[w*64+b], affinityDone) {
+			if i := w*64 + b; t.confirm(ix.nodes[i], &ix.allocs[i], affinityDone) {
 				return true
 			}
 			word &^= 1 << b

@@ -29,11 +29,57 @@ type PodView interface {
 	Usage(node string) NodeUsage
 }
 
-// NodeUsage is what a node's pods request: per resource, in amount units (see amount), and how
-// many pods there are.
+// NodeUsage is what a node's pods request, and how many there are.
 type NodeUsage struct {
-	Requests map[corev1.ResourceName]int64
+	Requests amounts
 	Pods     int
+}
+
+// amounts holds resource amounts (see amount): cpu, memory and ephemeral storage in fixed slots,
+// which the fit of every node reads without a map lookup, the others in a map.
+type amounts struct {
+	fixed [3]int64
+	other map[corev1.ResourceName]int64
+}
+
+// slot is name's fixed slot, or -1.
+func slot(name corev1.ResourceName) int {
+	switch name {
+	case corev1.ResourceCPU:
+		return 0
+	case corev1.ResourceMemory:
+		return 1
+	case corev1.ResourceEphemeralStorage:
+		return 2
+	}
+	return -1
+}
+
+func (a *amounts) get(name corev1.ResourceName, slot int) int64 {
+	if slot >= 0 {
+		return a.fixed[slot]
+	}
+	return a.other[name]
+}
+
+func (a *amounts) add(name corev1.ResourceName, v int64) {
+	if s := slot(name); s >= 0 {
+		a.fixed[s] += v
+		return
+	}
+	if a.other == nil {
+		a.other = map[corev1.ResourceName]int64{}
+	}
+	a.other[name] += v
+}
+
+// amountsOf converts a resource list.
+func amountsOf(l corev1.ResourceList) amounts {
+	var a amounts
+	for name, q := range l {
+		a.add(name, amount(name, q))
+	}
+	return a
 }
 
 // amount is q in the unit the scheduler compares name in: millicores for cpu, else the value.
@@ -204,14 +250,14 @@ func (p *PodCache) byIndex(index, value string) []*corev1.Pod {
 }
 
 func sumUsage(pods []*corev1.Pod) NodeUsage {
-	u := NodeUsage{Requests: map[corev1.ResourceName]int64{}}
+	var u NodeUsage
 	for _, pod := range pods {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		u.Pods++
 		for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-			u.Requests[name] += amount(name, q)
+			u.Requests.add(name, amount(name, q))
 		}
 	}
 	return u

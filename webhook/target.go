@@ -155,7 +155,8 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 		return nodeVerdict{stage: stageClusterNetwork}
 	}
 	if t.requests != nil {
-		if res, free, ok := fits(t.demand, n.Status.Allocatable, t.pods.Usage(n.Name)); !ok {
+		alloc, used := allocOf(n), t.pods.Usage(n.Name)
+		if res, free, ok := fits(t.demand, &alloc, &used); !ok {
 			return nodeVerdict{stage: stageRoom, res: res, free: free}
 		}
 	}
@@ -163,9 +164,9 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 }
 
 // confirm is judge for a node the node index's bit sets let through, which already passed every
-// check they express: it checks the VMI's other pods, room and, unless affinityDone, the required
-// node affinity.
-func (t *target) confirm(n *corev1.Node, affinityDone bool) bool {
+// check they express: it checks the VMI's other pods, room (alloc is the node's allocatable) and,
+// unless affinityDone, the required node affinity.
+func (t *target) confirm(n *corev1.Node, alloc *nodeAlloc, affinityDone bool) bool {
 	if t.occupied[n.Name] {
 		return false
 	}
@@ -173,7 +174,8 @@ func (t *target) confirm(n *corev1.Node, affinityDone bool) bool {
 		return false
 	}
 	if t.requests != nil {
-		_, _, ok := fits(t.demand, n.Status.Allocatable, t.pods.Usage(n.Name))
+		used := t.pods.Usage(n.Name)
+		_, _, ok := fits(t.demand, alloc, &used)
 		return ok
 	}
 	return true
@@ -221,6 +223,7 @@ func (in *CreateInput) node(name string) *corev1.Node {
 // demand is what the target pod requests of one resource, in amount units.
 type demand struct {
 	name corev1.ResourceName
+	slot int // see slot
 	want int64
 }
 
@@ -230,29 +233,44 @@ func demandOf(req corev1.ResourceList) []demand {
 	var out []demand
 	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
 		if q, ok := req[n]; ok && !q.IsZero() {
-			out = append(out, demand{n, amount(n, q)})
+			out = append(out, demand{n, slot(n), amount(n, q)})
 		}
 	}
 	var rest []demand
 	for n, q := range req {
-		if n != corev1.ResourceCPU && n != corev1.ResourceMemory && n != corev1.ResourceEphemeralStorage && !q.IsZero() {
-			rest = append(rest, demand{n, amount(n, q)})
+		if slot(n) < 0 && !q.IsZero() {
+			rest = append(rest, demand{n, -1, amount(n, q)})
 		}
 	}
 	slices.SortFunc(rest, func(a, b demand) int { return strings.Compare(string(a.name), string(b.name)) })
 	return append(out, rest...)
 }
 
+// nodeAlloc is a node's allocatable resources in amount units.
+type nodeAlloc struct {
+	pods    int64
+	hasPods bool
+	res     amounts
+}
+
+func allocOf(n *corev1.Node) nodeAlloc {
+	a := nodeAlloc{res: amountsOf(n.Status.Allocatable)}
+	if q, ok := n.Status.Allocatable[corev1.ResourcePods]; ok {
+		a.pods, a.hasPods = q.Value(), true
+	}
+	return a
+}
+
 // fits is the scheduler's NodeResourcesFit filter (fitsRequest): one more pod within the node's
 // allocatable pod count, then every resource the pod requests within allocatable minus what the
 // node's pods request. It returns the first resource that does not fit and how much of it the
 // node has free.
-func fits(d []demand, allocatable corev1.ResourceList, used NodeUsage) (corev1.ResourceName, int64, bool) {
-	if max, ok := allocatable[corev1.ResourcePods]; ok && int64(used.Pods)+1 > max.Value() {
-		return corev1.ResourcePods, max.Value() - int64(used.Pods), false
+func fits(d []demand, alloc *nodeAlloc, used *NodeUsage) (corev1.ResourceName, int64, bool) {
+	if alloc.hasPods && int64(used.Pods)+1 > alloc.pods {
+		return corev1.ResourcePods, alloc.pods - int64(used.Pods), false
 	}
 	for _, r := range d {
-		free := amount(r.name, allocatable[r.name]) - used.Requests[r.name]
+		free := alloc.res.get(r.name, r.slot) - used.Requests.get(r.name, r.slot)
 		if r.want > free {
 			return r.name, free, false
 		}

@@ -200,7 +200,9 @@ func TestNotEvaluatedWarns(t *testing.T) {
 func TestFits(t *testing.T) {
 	q := resource.MustParse
 	alloc := corev1.ResourceList{corev1.ResourceCPU: q("4"), corev1.ResourceMemory: q("8Gi"), corev1.ResourcePods: q("10"), "devices.kubevirt.io/kvm": q("1k")}
-	used := NodeUsage{Pods: 3, Requests: map[corev1.ResourceName]int64{corev1.ResourceCPU: 3000, corev1.ResourceMemory: 4 << 30}}
+	used := NodeUsage{Pods: 3, Requests: amounts{fixed: [3]int64{3000, 4 << 30, 0}}}
+	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: alloc}}
+	na := allocOf(node)
 	tests := []struct {
 		req  corev1.ResourceList
 		res  corev1.ResourceName
@@ -215,13 +217,14 @@ func TestFits(t *testing.T) {
 		{req: corev1.ResourceList{"devices.kubevirt.io/vhost-net": q("0")}},
 	}
 	for _, tc := range tests {
-		res, free, ok := fits(demandOf(tc.req), alloc, used)
+		res, free, ok := fits(demandOf(tc.req), &na, &used)
 		got := quantity(res, free)
 		if ok != (tc.res == "") || res != tc.res || (!ok && got.String() != tc.free) {
 			t.Errorf("fits(%v) = %s, %s, %v; want %q free %s", tc.req, res, got.String(), ok, tc.res, tc.free)
 		}
 	}
-	if _, _, ok := fits(nil, corev1.ResourceList{corev1.ResourcePods: q("3")}, NodeUsage{Pods: 3}); ok {
+	three := allocOf(&corev1.Node{Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourcePods: q("3")}}})
+	if _, _, ok := fits(nil, &three, &NodeUsage{Pods: 3}); ok {
 		t.Errorf("a fourth pod fits a node that allows three")
 	}
 }
@@ -241,8 +244,8 @@ func TestTrimPod(t *testing.T) {
 	}
 	trimmed := out.(*corev1.Pod)
 	got := sumUsage([]*corev1.Pod{trimmed})
-	want := map[corev1.ResourceName]int64{corev1.ResourceCPU: 3000, corev1.ResourceMemory: 2148 << 20}
-	if d := gocmp.Diff(want, got.Requests); d != "" || got.Pods != 1 {
+	want := [3]int64{3000, 2148 << 20, 0}
+	if d := gocmp.Diff(want, got.Requests.fixed); d != "" || got.Pods != 1 || got.Requests.other != nil {
 		t.Errorf("trimmed pod requests %v (%d pods), want %v", got.Requests, got.Pods, want)
 	}
 	if d := gocmp.Diff(p.Spec.NodeSelector, trimmed.Spec.NodeSelector); d != "" || trimmed.Spec.NodeName != "node-1" || len(trimmed.Spec.Volumes) != 0 {
