@@ -2,9 +2,9 @@ package webhook
 
 import (
 	"math/bits"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/migranet/migranet/settings"
 )
@@ -120,6 +120,11 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 	if i, ok := ix.byName[t.source]; ok && t.source != "" {
 		acc[i/64] &^= 1 << (i % 64)
 	}
+	for name := range t.occupied { // KubeVirt's anti-affinity to the VMI's pods
+		if i, ok := ix.byName[name]; ok {
+			acc[i/64] &^= 1 << (i % 64)
+		}
+	}
 	for w, word := range acc {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
@@ -227,14 +232,56 @@ func fillOnes(s []uint64, n int) {
 	}
 }
 
-// validRequirement reports whether r's key and values are what a label selector accepts.
+// validRequirement reports whether r's key is a qualified name and its values label values, as
+// the scheduler's label selector requires (validation.IsQualifiedName and IsValidLabelValue,
+// without their regular expressions: this runs on every review).
 func validRequirement(r *corev1.NodeSelectorRequirement) bool {
-	if len(validation.IsQualifiedName(r.Key)) > 0 {
+	prefix, name, found := strings.Cut(r.Key, "/")
+	if !found {
+		prefix, name = "", r.Key
+	} else if prefix == "" || len(prefix) > 253 || !dnsSubdomain(prefix) {
+		return false
+	}
+	if name == "" || !labelValue(name) {
 		return false
 	}
 	for _, v := range r.Values {
-		if len(validation.IsValidLabelValue(v)) > 0 {
+		if !labelValue(v) {
 			return false
+		}
+	}
+	return true
+}
+
+// labelValue: empty, or at most 63 characters of [A-Za-z0-9_.-] beginning and ending with an
+// alphanumeric.
+func labelValue(v string) bool {
+	if len(v) > 63 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && ((i == 0 || i == len(v)-1) || c != '-' && c != '_' && c != '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// dnsSubdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric
+// (each label likewise).
+func dnsSubdomain(s string) bool {
+	for _, part := range strings.Split(s, ".") {
+		if part == "" || len(part) > 63 {
+			return false
+		}
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+			if !alnum && (i == 0 || i == len(part)-1 || c != '-') {
+				return false
+			}
 		}
 	}
 	return true

@@ -3,9 +3,11 @@ package webhook
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
@@ -141,3 +143,23 @@ var (
 	operators = []corev1.NodeSelectorOperator{corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists,
 		corev1.NodeSelectorOpDoesNotExist, corev1.NodeSelectorOpGt}
 )
+
+// TestValidRequirement holds the regex-free check to apimachinery's validation, which the
+// scheduler's selector parsing uses. Fault caught: a value the selector refuses taken for a label
+// (a NotIn on it would then match every node in the index, and none in the scheduler).
+func TestValidRequirement(t *testing.T) {
+	cases := []string{"", "a", "A-b_c.d", "-a", "a-", "_a", "a.", "a b", "a/b", "example.com/a", "Example.com/a", "example.com/", "/a",
+		"a.-b.com/x", "a..b/x", "x" + strings.Repeat("y", 62), "x" + strings.Repeat("y", 63), strings.Repeat("a", 63) + ".com/x", "é", "a!"}
+	for _, key := range cases {
+		for _, value := range cases {
+			if strings.Contains(value, "/") {
+				continue
+			}
+			r := corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}
+			want := len(validation.IsQualifiedName(key)) == 0 && len(validation.IsValidLabelValue(value)) == 0
+			if got := validRequirement(&r); got != want {
+				t.Errorf("key %q value %q: valid %v, apimachinery says %v", key, value, got, want)
+			}
+		}
+	}
+}

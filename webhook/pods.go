@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -117,12 +118,13 @@ var activePods = fields.ParseSelectorOrDie("status.phase!=" + string(corev1.PodS
 // cache, which holds full virt-handler pods of the KubeVirt namespace only.
 type PodCache struct {
 	cache.Cache
-	mu    sync.RWMutex
-	usage map[string]NodeUsage // per node; an entry is dropped by an event on one of its pods
+	// usage maps a node's name to its *NodeUsage; an event on one of its pods drops the entry.
+	// A sync.Map: admission reads it for every candidate node from every worker, lock-free.
+	usage sync.Map
 	// gen counts pod events: a sum computed while one arrived is not kept, as it may predate it.
-	gen uint64
-	// indexer is the pod informer's, set (under mu) by Start before the cache starts.
-	indexer toolscache.Indexer
+	gen atomic.Uint64
+	// indexer is the pod informer's, set by Start before the cache starts.
+	indexer atomic.Pointer[toolscache.Indexer]
 }
 
 // NewPodCache builds the pod cache with mgr's configuration and registers it with mgr, so it
@@ -135,7 +137,7 @@ func NewPodCache(mgr ctrl.Manager) (*PodCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the pod cache: %w", err)
 	}
-	p := &PodCache{Cache: c, usage: map[string]NodeUsage{}}
+	p := &PodCache{Cache: c}
 	if err := mgr.Add(p); err != nil {
 		return nil, err
 	}
@@ -168,18 +170,15 @@ func (p *PodCache) index(ctx context.Context) error {
 	if err := sii.AddIndexers(toolscache.Indexers{podNodeIndex: byNode, podCreatedByIndex: byCreator}); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	p.indexer = sii.GetIndexer()
-	p.mu.Unlock()
+	indexer := sii.GetIndexer()
+	p.indexer.Store(&indexer)
 	forget := func(obj any) {
 		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
 		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-			p.mu.Lock()
-			delete(p.usage, pod.Spec.NodeName)
-			p.gen++
-			p.mu.Unlock()
+			p.gen.Add(1)
+			p.usage.Delete(pod.Spec.NodeName)
 		}
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -212,31 +211,27 @@ func (p *PodCache) OfVMI(uid types.UID) []*corev1.Pod {
 
 // Usage implements PodView, summing the node's pods once per change of them.
 func (p *PodCache) Usage(node string) NodeUsage {
-	p.mu.RLock()
-	u, ok := p.usage[node]
-	gen := p.gen
-	p.mu.RUnlock()
-	if ok {
-		return u
+	if u, ok := p.usage.Load(node); ok {
+		return *u.(*NodeUsage)
 	}
-	u = sumUsage(p.byIndex(podNodeIndex, node))
-	p.mu.Lock()
-	if p.gen == gen {
-		p.usage[node] = u
+	gen := p.gen.Load()
+	u := sumUsage(p.byIndex(podNodeIndex, node))
+	if p.gen.Load() == gen {
+		p.usage.Store(node, &u)
+		if p.gen.Load() != gen { // an event came between the check and the store
+			p.usage.CompareAndDelete(node, &u)
+		}
 	}
-	p.mu.Unlock()
 	return u
 }
 
 // byIndex returns the cached pods under value of index; none before the cache started.
 func (p *PodCache) byIndex(index, value string) []*corev1.Pod {
-	p.mu.RLock()
-	indexer := p.indexer
-	p.mu.RUnlock()
+	indexer := p.indexer.Load()
 	if indexer == nil {
 		return nil
 	}
-	items, err := indexer.ByIndex(index, value)
+	items, err := (*indexer).ByIndex(index, value)
 	if err != nil {
 		return nil
 	}

@@ -164,12 +164,9 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 }
 
 // confirm is judge for a node the node index's bit sets let through, which already passed every
-// check they express: it checks the VMI's other pods, room (alloc is the node's allocatable) and,
-// unless affinityDone, the required node affinity.
+// check they express (the VMI's other pods' nodes included): it checks room (alloc is the node's
+// allocatable) and, unless affinityDone, the required node affinity.
 func (t *target) confirm(n *corev1.Node, alloc *nodeAlloc, affinityDone bool) bool {
-	if t.occupied[n.Name] {
-		return false
-	}
 	if !affinityDone && !t.matchAffinity(n) {
 		return false
 	}

@@ -23,7 +23,7 @@ import (
 const (
 	admRequests = 12000 // per case and round
 	admWorkers  = 4
-	admRounds   = 5
+	admRounds   = 9
 )
 
 // benchAdmission measures VMIM AdmissionReviews per second over HTTPS with keep-alive against
