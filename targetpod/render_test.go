@@ -43,6 +43,25 @@ func vmi(mod ...func(*kubevirtv1.VirtualMachineInstance)) *kubevirtv1.VirtualMac
 	return v
 }
 
+// defaults is the target pod's node selector for vmi() from sourceNode(): the host-model CPU
+// and its required features, the machine type, the vendor.
+func defaults() map[string]string {
+	return map[string]string{
+		"kubevirt.io/schedulable":                        "true",
+		"machine-type.node.kubevirt.io/pc-q35-rhel9.6.0": "true",
+		"cpu-model-migration.node.kubevirt.io/Haswell":   "true",
+		"cpu-feature.node.kubevirt.io/vmx":               "true",
+		"cpu-feature.node.kubevirt.io/invtsc":            "true",
+		"cpu-vendor.node.kubevirt.io/Intel":              "true",
+	}
+}
+
+// passthrough gives the VMI a host-passthrough CPU (no model labels) and no machine type.
+func passthrough(v *kubevirtv1.VirtualMachineInstance) {
+	v.Spec.Domain.CPU.Model = kubevirtv1.CPUModeHostPassthrough
+	v.Status.Machine, v.Spec.Domain.Machine = nil, nil
+}
+
 func vmim(added map[string]string) *kubevirtv1.VirtualMachineInstanceMigration {
 	return &kubevirtv1.VirtualMachineInstanceMigration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "move"},
@@ -78,16 +97,9 @@ func TestRender(t *testing.T) {
 		notEvaluated []string
 	}{
 		{
-			name: "defaults: host-model CPU from the source node, machine type from the status, vendor",
-			in:   Input{VMI: vmi(), VMIM: vmim(nil), SourceNode: sourceNode()},
-			selector: map[string]string{
-				"kubevirt.io/schedulable":                        "true",
-				"machine-type.node.kubevirt.io/pc-q35-rhel9.6.0": "true",
-				"cpu-model-migration.node.kubevirt.io/Haswell":   "true",
-				"cpu-feature.node.kubevirt.io/vmx":               "true",
-				"cpu-feature.node.kubevirt.io/invtsc":            "true",
-				"cpu-vendor.node.kubevirt.io/Intel":              "true",
-			},
+			name:     "defaults: host-model CPU from the source node, machine type from the status, vendor",
+			in:       Input{VMI: vmi(), VMIM: vmim(nil), SourceNode: sourceNode()},
+			selector: defaults(),
 			affinity: required(rejectTerm(obsolete)),
 		},
 		{
@@ -124,12 +136,8 @@ func TestRender(t *testing.T) {
 			affinity: required(rejectTerm("cpu-feature.node.kubevirt.io/svm")),
 		},
 		{
-			name: "host-passthrough: no model label, no obsolete host-model term",
-			in: Input{VMI: vmi(func(v *kubevirtv1.VirtualMachineInstance) {
-				v.Spec.Domain.CPU.Model = kubevirtv1.CPUModeHostPassthrough
-				v.Status.Machine = nil
-				v.Spec.Domain.Machine = nil
-			}), VMIM: vmim(nil), SourceNode: sourceNode()},
+			name:     "host-passthrough: no model label, no obsolete host-model term",
+			in:       Input{VMI: vmi(passthrough), VMIM: vmim(nil), SourceNode: sourceNode()},
 			selector: map[string]string{"kubevirt.io/schedulable": "true", "cpu-vendor.node.kubevirt.io/Intel": "true"},
 		},
 		{
@@ -144,11 +152,8 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "the VMI's vendor label is kept and no other is added",
-			in: Input{VMI: vmi(func(v *kubevirtv1.VirtualMachineInstance) {
+			in: Input{VMI: vmi(passthrough, func(v *kubevirtv1.VirtualMachineInstance) {
 				v.Spec.NodeSelector = map[string]string{"cpu-vendor.node.kubevirt.io/AMD": "true"}
-				v.Spec.Domain.CPU.Model = kubevirtv1.CPUModeHostPassthrough
-				v.Status.Machine = nil
-				v.Spec.Domain.Machine = nil
 			}), VMIM: vmim(nil), SourceNode: sourceNode()},
 			selector: map[string]string{"kubevirt.io/schedulable": "true", "cpu-vendor.node.kubevirt.io/AMD": "true"},
 		},
@@ -175,14 +180,7 @@ func TestRender(t *testing.T) {
 					corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}},
 				)
 			}), VMIM: vmim(nil), SourceNode: sourceNode()},
-			selector: map[string]string{
-				"kubevirt.io/schedulable":                        "true",
-				"machine-type.node.kubevirt.io/pc-q35-rhel9.6.0": "true",
-				"cpu-model-migration.node.kubevirt.io/Haswell":   "true",
-				"cpu-feature.node.kubevirt.io/vmx":               "true",
-				"cpu-feature.node.kubevirt.io/invtsc":            "true",
-				"cpu-vendor.node.kubevirt.io/Intel":              "true",
-			},
+			selector: defaults(),
 			affinity: required(
 				corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
 					{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}, {Key: obsolete, Operator: corev1.NodeSelectorOpDoesNotExist}}},
@@ -200,9 +198,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "what is not rendered is listed",
-			in: Input{VMI: vmi(func(v *kubevirtv1.VirtualMachineInstance) {
-				v.Spec.Domain.CPU.Model = kubevirtv1.CPUModeHostPassthrough
-				v.Status.Machine, v.Spec.Domain.Machine = nil, nil
+			in: Input{VMI: vmi(passthrough, func(v *kubevirtv1.VirtualMachineInstance) {
 				v.Spec.Affinity = &corev1.Affinity{
 					PodAffinity:     &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}},
 					PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}},
