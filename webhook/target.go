@@ -92,6 +92,11 @@ func newTarget(in *CreateInput) (*target, string) {
 	}
 	t.c = targetpod.Render(tin)
 	switch {
+	case vmi.Spec.PriorityClassName != "":
+		// The scheduler may preempt lower-priority pods to make room (its DefaultPreemption
+		// plugin): room alone cannot refuse, so it is not judged, and the admission says so.
+		t.requests, t.demand = nil, nil
+		t.c.NotEvaluated = append(t.c.NotEvaluated, "room on the nodes (priority class "+vmi.Spec.PriorityClassName+" may preempt pods)")
 	case in.Pods == nil:
 		t.unknown = "room on the nodes (no pod cache)"
 	case sourcePod == nil:

@@ -137,6 +137,10 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 			in.Pods = append(in.Pods.(PodList), other("cpu-hog", "node-1", "7500m", "1Gi"), other("mem-hog", "node-2", "1", "15Gi"))
 		}, want: "0 of 3 nodes can take its target pod: 1 is its source node node-0, 1 has too little cpu free (the target pod requests 1; it has 500m free), " +
 			"1 has too little memory free (the target pod requests 2Gi; it has 1Gi free); free cpu on a node or add a node"},
+		{name: "no room, but a priority class may preempt: not refused", modify: func(in *CreateInput) {
+			in.VMI.Spec.PriorityClassName = "vm-critical"
+			in.Pods = append(in.Pods.(PodList), other("big-1", "node-1", "1", "15Gi"), other("big-2", "node-2", "1", "15Gi"))
+		}},
 		{name: "room on one node is enough; finished pods free theirs", modify: func(in *CreateInput) {
 			done := other("done", "node-2", "8", "16Gi")
 			done.Status.Phase = corev1.PodSucceeded
@@ -189,9 +193,11 @@ func TestFeasibleTargetAsScheduled(t *testing.T) {
 func TestNotEvaluatedWarns(t *testing.T) {
 	in := schedulerCreate()
 	in.VMI.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: corev1.DoNotSchedule}}
+	in.VMI.Spec.PriorityClassName = "vm-critical"
 	got := EvaluateCreate(in)
-	if len(got) != 1 || got[0].Deny || !got[0].Warn || !strings.Contains(got[0].Message, "admitted without evaluating the VMI's topology spread constraints") {
-		t.Fatalf("decisions %+v: want one warning naming the topology spread constraints", got)
+	want := "admitted without evaluating the VMI's topology spread constraints, room on the nodes (priority class vm-critical may preempt pods)"
+	if len(got) != 1 || got[0].Deny || !got[0].Warn || !strings.Contains(got[0].Message, want) {
+		t.Fatalf("decisions %+v: want one warning: %s", got, want)
 	}
 }
 

@@ -23,7 +23,7 @@ func TrimVMI(obj any) (any, error) {
 		},
 		Spec: kubevirtv1.VirtualMachineInstanceSpec{
 			NodeSelector: spec.NodeSelector, Affinity: spec.Affinity, Tolerations: spec.Tolerations,
-			TopologySpreadConstraints: spec.TopologySpreadConstraints, Architecture: spec.Architecture,
+			TopologySpreadConstraints: spec.TopologySpreadConstraints, Architecture: spec.Architecture, PriorityClassName: spec.PriorityClassName,
 			Domain: kubevirtv1.DomainSpec{CPU: spec.Domain.CPU, Machine: spec.Domain.Machine},
 		},
 		Status: kubevirtv1.VirtualMachineInstanceStatus{

@@ -25,7 +25,8 @@ func TestTrimVMI(t *testing.T) {
 		Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
 			Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{}}, CPU: cpu, Machine: &kubevirtv1.Machine{Type: "q35"},
 			Features: &kubevirtv1.Features{Hyperv: hyperv, ACPI: kubevirtv1.FeatureState{}}, Devices: kubevirtv1.Devices{Disks: []kubevirtv1.Disk{{Name: "d"}}}},
-			NodeSelector: map[string]string{"a": "b"}, Affinity: affinity, Tolerations: tolerations, TopologySpreadConstraints: spread, Architecture: "amd64"},
+			NodeSelector: map[string]string{"a": "b"}, Affinity: affinity, Tolerations: tolerations, TopologySpreadConstraints: spread, Architecture: "amd64",
+			PriorityClassName: "vm-critical"},
 		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: "a", Phase: kubevirtv1.Running, MigrationState: state, Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "eth0"}},
 			Machine: &kubevirtv1.Machine{Type: "pc-q35-rhel9.6.0"}, TopologyHints: &kubevirtv1.TopologyHints{TSCFrequency: &tsc}},
 	}
@@ -37,7 +38,7 @@ func TestTrimVMI(t *testing.T) {
 	want := &kubevirtv1.VirtualMachineInstance{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "vm", UID: "x", ResourceVersion: "7"},
 		Spec: kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: map[string]string{"a": "b"}, Affinity: affinity, Tolerations: tolerations,
-			TopologySpreadConstraints: spread, Architecture: "amd64",
+			TopologySpreadConstraints: spread, Architecture: "amd64", PriorityClassName: "vm-critical",
 			Domain: kubevirtv1.DomainSpec{CPU: cpu, Machine: &kubevirtv1.Machine{Type: "q35"}, Features: &kubevirtv1.Features{Hyperv: hyperv}}},
 		Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: "a", Phase: kubevirtv1.Running, MigrationState: state,
 			Machine: &kubevirtv1.Machine{Type: "pc-q35-rhel9.6.0"}, TopologyHints: &kubevirtv1.TopologyHints{TSCFrequency: &tsc}},
