@@ -21,9 +21,9 @@ import (
 )
 
 const (
-	admRequests = 12000 // per case and round
+	admRequests = 4000 // per case and round
 	admWorkers  = 4
-	admRounds   = 9
+	admRounds   = 27
 )
 
 // benchAdmission measures VMIM AdmissionReviews per second over HTTPS with keep-alive against
