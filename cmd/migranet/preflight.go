@@ -17,7 +17,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/migranet/migranet/cmd/migranet/status"
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/webhook"
 )
@@ -147,28 +146,13 @@ func whoAmI(ctx context.Context, c client.Client) (authenticationv1.UserInfo, er
 func parsePreflightFlags(args []string) (*preflightFlags, error) {
 	f := &preflightFlags{kubevirtNamespace: "kubevirt"}
 	fs := flag.NewFlagSet("migranet preflight", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "")
-	fs.StringVar(&f.context, "context", "", "")
+	timeout := f.registerCluster(fs)
 	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", "kubevirt", "")
-	for _, n := range []string{"n", "namespace"} {
-		fs.Func(n, "", func(v string) error {
-			if v == "" {
-				return errors.New("needs a namespace name")
-			}
-			f.namespace, f.namespaceSet = v, true
-			return nil
-		})
-	}
-	for _, n := range []string{"o", "output"} {
-		fs.StringVar(&f.output, n, status.FormatTable, "")
-	}
 	fs.Func("target-selector", "", func(v string) error {
 		sel, err := parseTargetSelector(v)
 		f.targetSelector = sel
 		return err
 	})
-	timeout := fs.String("request-timeout", "0", "")
 	// Flags may follow the VMI's name, as with kubectl: parse, take one argument, parse the rest.
 	var positional []string
 	rest := kubectlShortFlags(args)
@@ -192,14 +176,9 @@ func parsePreflightFlags(args []string) (*preflightFlags, error) {
 	if errs := validation.IsDNS1123Subdomain(f.vmi); len(errs) > 0 {
 		return nil, fmt.Errorf("VMI %q is not a valid VirtualMachineInstance name: %s", f.vmi, strings.Join(errs, "; "))
 	}
-	if f.output != status.FormatTable && f.output != status.FormatJSON {
-		return nil, fmt.Errorf("-o %q: the output format must be one of %s", f.output, strings.Join(status.Formats, ", "))
-	}
-	d, err := parseRequestTimeout(*timeout)
-	if err != nil {
+	if err := f.checkCluster(*timeout); err != nil {
 		return nil, err
 	}
-	f.requestTimeout = d
 	return f, nil
 }
 

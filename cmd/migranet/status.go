@@ -144,7 +144,30 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 func parseStatusFlags(args []string) (*statusFlags, error) {
 	f := &statusFlags{}
 	fs := flag.NewFlagSet("migranet status", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned and reported once, by the caller
+	timeout := f.registerCluster(fs)
+	for _, n := range []string{"A", "all-namespaces"} {
+		fs.BoolVar(&f.allNamespaces, n, false, "")
+	}
+	for _, n := range []string{"w", "watch"} {
+		fs.BoolVar(&f.watch, n, false, "")
+	}
+	if err := fs.Parse(kubectlShortFlags(args)); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: status lists every migration of a namespace; choose it with -n NAMESPACE, or -A for all", fs.Arg(0))
+	}
+	if err := f.checkCluster(*timeout); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// registerCluster registers on fs the flags status and preflight share, kubectl's spelling:
+// --kubeconfig, --context, -n/--namespace, -o/--output and --request-timeout (returned, to be
+// checked by checkCluster once parsed). Errors are returned, and reported once by the caller.
+func (f *statusFlags) registerCluster(fs *flag.FlagSet) *string {
+	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "")
 	fs.StringVar(&f.context, "context", "", "")
 	for _, n := range []string{"n", "namespace"} {
@@ -156,31 +179,23 @@ func parseStatusFlags(args []string) (*statusFlags, error) {
 			return nil
 		})
 	}
-	for _, n := range []string{"A", "all-namespaces"} {
-		fs.BoolVar(&f.allNamespaces, n, false, "")
-	}
-	for _, n := range []string{"w", "watch"} {
-		fs.BoolVar(&f.watch, n, false, "")
-	}
 	for _, n := range []string{"o", "output"} {
 		fs.StringVar(&f.output, n, status.FormatTable, "")
 	}
-	timeout := fs.String("request-timeout", "0", "")
-	if err := fs.Parse(kubectlShortFlags(args)); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q: status lists every migration of a namespace; choose it with -n NAMESPACE, or -A for all", fs.Arg(0))
-	}
+	return fs.String("request-timeout", "0", "")
+}
+
+// checkCluster validates the shared flags after parsing: the output format and the timeout.
+func (f *statusFlags) checkCluster(timeout string) error {
 	if f.output != status.FormatTable && f.output != status.FormatJSON {
-		return nil, fmt.Errorf("-o %q: the output format must be one of %s", f.output, strings.Join(status.Formats, ", "))
+		return fmt.Errorf("-o %q: the output format must be one of %s", f.output, strings.Join(status.Formats, ", "))
 	}
-	d, err := parseRequestTimeout(*timeout)
+	d, err := parseRequestTimeout(timeout)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.requestTimeout = d
-	return f, nil
+	return nil
 }
 
 // kubectlShortFlags spells kubectl's joined short flags the way the flag package reads them:
