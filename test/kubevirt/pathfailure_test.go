@@ -85,6 +85,19 @@ func otherNode(nodes ...string) string {
 	return ""
 }
 
+// vmOnNetwork configures the migration network value, waits until it and KubeVirt are ready,
+// and starts VMI "vm" (on node-1 when it can) in a new namespace; it returns the namespace, the
+// VMI's node and another node.
+func vmOnNetwork(ctx context.Context, value string) (ns, source, target string) {
+	GinkgoHelper()
+	setSetting(ctx, v1beta1.MigrationNetwork, value)
+	waitNetworkReady(ctx, netcontroller.ReasonReady)
+	Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
+	ns = f.Namespace(ctx)
+	source = f.StartVMI(ctx, framework.VMI(ns, "vm", "node-1", nil)).Status.NodeName
+	return ns, source, otherNode(source)
+}
+
 // warnOnly makes migranet warn instead of refusing for the rules given.
 func warnOnly(rules ...string) {
 	value := `{"rules":{`
@@ -101,12 +114,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 	BeforeEach(func() { DeferCleanup(resetSettings) })
 
 	It("refuses a migration out of a node that no longer carries the cluster network, which the stand-in fails; once it carries it again, admits one that completes", func(ctx context.Context) {
-		setSetting(ctx, v1beta1.MigrationNetwork, net24)
-		waitNetworkReady(ctx, netcontroller.ReasonReady)
-		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
-		ns := f.Namespace(ctx)
-		source := f.StartVMI(ctx, framework.VMI(ns, "vm", "node-1", nil)).Status.NodeName
-		target := otherNode(source)
+		ns, source, target := vmOnNetwork(ctx, net24)
 		label := sim.ClusterNetworkLabelPrefix + cluster.DefaultClusterNetwork
 
 		By("Harvester's agent taking the cluster network off the source node (its VlanConfig no longer matches it)")
@@ -151,12 +159,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 	})
 
 	It("refuses a migration while virt-handlers roll from one VLAN to another, which the stand-in fails across the two VLANs; once rolled, admits one that completes", func(ctx context.Context) {
-		setSetting(ctx, v1beta1.MigrationNetwork, net24)
-		waitNetworkReady(ctx, netcontroller.ReasonReady)
-		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
-		ns := f.Namespace(ctx)
-		source := f.StartVMI(ctx, framework.VMI(ns, "vm", "node-1", nil)).Status.NodeName
-		target := otherNode(source)
+		ns, source, target := vmOnNetwork(ctx, net24)
 
 		By("holding the virt-handler roll (DaemonSet updateStrategy OnDelete) and moving the network to VLAN 200")
 		ds := &appsv1.DaemonSet{}
@@ -230,12 +233,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 		// node by node, or on a cluster whose NAD webhook is not Harvester's, no object migranet
 		// reads says a node's uplink is narrower than the NAD.
 		jumbo := `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
-		setSetting(ctx, v1beta1.MigrationNetwork, jumbo)
-		waitNetworkReady(ctx, netcontroller.ReasonReady)
-		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
-		ns := f.Namespace(ctx)
-		source := f.StartVMI(ctx, framework.VMI(ns, "vm", "node-1", nil)).Status.NodeName
-		target := otherNode(source)
+		ns, _, target := vmOnNetwork(ctx, jumbo)
 		key := cluster.UplinkMTUAnnotationPrefix + cluster.DefaultClusterNetwork
 		patchNode(ctx, target, func(n *corev1.Node) { n.Annotations[key] = "1500" },
 			func(n *corev1.Node) { n.Annotations[key] = strconv.Itoa(cluster.DefaultUplinkMTU) })

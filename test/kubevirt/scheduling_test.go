@@ -35,13 +35,10 @@ var _ = Describe("target feasibility as kube-scheduler places KubeVirt's target 
 		tolerant.Spec.Tolerations = []corev1.Toleration{{Key: "migranet.test/dedicated", Operator: corev1.TolerationOpEqual, Value: "db", Effect: corev1.TaintEffectNoSchedule}}
 		f.StartVMI(ctx, tolerant)
 		for _, n := range []string{"node-2", "node-3"} {
-			editNode(ctx, n, func(node *corev1.Node) {
+			patchNode(ctx, n, func(node *corev1.Node) {
 				node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: "migranet.test/dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule})
-			})
-			DeferCleanup(func(ctx context.Context) {
-				editNode(ctx, n, func(node *corev1.Node) {
-					node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "migranet.test/dedicated" })
-				})
+			}, func(node *corev1.Node) {
+				node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "migranet.test/dedicated" })
 			})
 		}
 		refusedThenPending(ctx, ns, "plain",
@@ -65,12 +62,9 @@ var _ = Describe("target feasibility as kube-scheduler places KubeVirt's target 
 	// constraints (cpu-model.node.kubevirt.io/<model>, which virt-handler's node labeller sets).
 	It("refuses a VMI whose CPU model no other node offers, and admits it once another node is labelled with it", func(ctx context.Context) {
 		model := "cpu-model.node.kubevirt.io/Skylake-Server"
-		editNode(ctx, "node-1", func(n *corev1.Node) { n.Labels[model] = "true" })
-		DeferCleanup(func(ctx context.Context) {
-			for _, n := range []string{"node-1", "node-3"} {
-				editNode(ctx, n, func(n *corev1.Node) { delete(n.Labels, model) })
-			}
-		})
+		label := func(n *corev1.Node) { n.Labels[model] = "true" }
+		unlabel := func(n *corev1.Node) { delete(n.Labels, model) }
+		patchNode(ctx, "node-1", label, unlabel)
 		ns := f.Namespace(ctx)
 		vm := framework.VMI(ns, "skylake", "node-1", nil)
 		vm.Spec.Domain.CPU = &kubevirtv1.CPU{Model: "Skylake-Server"}
@@ -78,7 +72,7 @@ var _ = Describe("target feasibility as kube-scheduler places KubeVirt's target 
 		refusedThenPending(ctx, ns, "skylake",
 			"0 of 3 nodes can take its target pod: 2 lack label "+model+"=true (the VMI's CPU model Skylake-Server), 1 is its source node node-1",
 			"didn't match Pod's node affinity/selector")
-		editNode(ctx, "node-3", func(n *corev1.Node) { n.Labels[model] = "true" })
+		patchNode(ctx, "node-3", label, unlabel)
 		Expect(admittedAndCompleted(ctx, ns, "skylake")).To(Equal("node-3"))
 	})
 
@@ -104,12 +98,9 @@ func refusedThenPending(ctx context.Context, ns, vmi, refusal, unschedulable str
 	Expect(stderr).To(ContainSubstring("migranet feasibleTarget: no node can receive VirtualMachineInstance " + ns + "/" + vmi + ": " + refusal))
 
 	By("with feasibleTarget in warn mode, KubeVirt's target pod stays Pending")
-	setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"feasibleTarget":"warn"}}`)
-	Eventually(func(g Gomega) {
-		_, stderr, err := f.Kubectl(vmimYAML(ns, "warned", vmi), "create", "-f", "-")
-		g.Expect(err).NotTo(HaveOccurred(), stderr)
-		g.Expect(stderr).To(ContainSubstring("Warning: migranet feasibleTarget: no node can receive VirtualMachineInstance " + ns + "/" + vmi + ": " + refusal))
-	}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+	warnOnly("feasibleTarget")
+	Expect(createWarned(vmimYAML(ns, "warned", vmi))).
+		To(ContainSubstring("Warning: migranet feasibleTarget: no node can receive VirtualMachineInstance " + ns + "/" + vmi + ": " + refusal))
 	uid := migration(ctx, ns, "warned").UID
 	Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
@@ -138,11 +129,8 @@ func refusedThenPending(ctx context.Context, ns, vmi, refusal, unschedulable str
 func admittedAndCompleted(ctx context.Context, ns, vmi string) string {
 	GinkgoHelper()
 	name := "move-" + vmi
-	Eventually(func(g Gomega) {
-		_, stderr, err := f.Kubectl(vmimYAML(ns, name, vmi), "create", "-f", "-")
-		g.Expect(err).NotTo(HaveOccurred(), stderr)
-		g.Expect(stderr).NotTo(ContainSubstring("Warning"))
-	}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed(), "migranet admits it (once its caches hold the change)")
+	// createWarned retries until migranet's caches hold the change that admits it.
+	Expect(createWarned(vmimYAML(ns, name, vmi))).NotTo(ContainSubstring("Warning"))
 	Eventually(migrationPhase).WithContext(ctx).WithArguments(ns, name).
 		WithTimeout(framework.Long).Should(Equal(string(kubevirtv1.MigrationSucceeded)))
 	ms := vmiStatus(ctx, ns, vmi).MigrationState
@@ -159,19 +147,6 @@ func withHostAffinity(vm *kubevirtv1.VirtualMachineInstance, hosts ...string) *k
 	vm.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
 		{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: hosts}}}}}
 	return vm
-}
-
-// editNode applies edit to a node, retrying on conflicts (kwok writes node status).
-func editNode(ctx context.Context, name string, edit func(*corev1.Node)) {
-	GinkgoHelper()
-	Eventually(func() error {
-		n := &corev1.Node{}
-		if err := f.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
-			return err
-		}
-		edit(n)
-		return f.Client.Update(ctx, n)
-	}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 }
 
 // fillMemory binds a pod to node that requests all the memory the node's pods leave free but
