@@ -3,6 +3,7 @@ package migration
 import (
 	"crypto/rand"
 	"fmt"
+	"github.com/migranet/migranet/vendor-patches/harness/poll"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,17 +164,11 @@ func usage(t testing.TB, c *node.Client) node.Response {
 func expectBack(t testing.TB, what string, c *node.Client, base node.Response) {
 	t.Helper()
 	var now node.Response
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !poll.Until(5*time.Second, func() bool {
 		now = usage(t, c)
-		if now.FDs <= base.FDs && now.ProxyGoroutines <= base.ProxyGoroutines {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%s: leaked: fds %d -> %d, proxy goroutines %d -> %d", what, base.FDs, now.FDs, base.ProxyGoroutines, now.ProxyGoroutines)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return now.FDs <= base.FDs && now.ProxyGoroutines <= base.ProxyGoroutines
+	}) {
+		t.Errorf("%s: leaked: fds %d -> %d, proxy goroutines %d -> %d", what, base.FDs, now.FDs, base.ProxyGoroutines, now.ProxyGoroutines)
 	}
 }
 
@@ -249,8 +244,7 @@ func (e *env) expectMetrics(t testing.TB, key string, moved uint64, talksBack bo
 	t.Helper()
 	const port = "49152"
 	var src, dst map[string]float64
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Until(5*time.Second, func() bool {
 		s, err := e.source.Do(node.Request{Op: "bytes", Key: key})
 		if err != nil {
 			t.Fatal(err)
@@ -260,12 +254,9 @@ func (e *env) expectMetrics(t testing.TB, key string, moved uint64, talksBack bo
 			t.Fatal(err)
 		}
 		src, dst = s.Bytes, d.Bytes
-		if src["source/to_target/"+port] == dst["target/to_target/"+port] &&
-			src["source/from_target/"+port] == dst["target/from_target/"+port] || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return src["source/to_target/"+port] == dst["target/to_target/"+port] &&
+			src["source/from_target/"+port] == dst["target/from_target/"+port]
+	})
 	t.Logf("%s: proxy metrics: source %v, target %v", key, src, dst)
 	for _, dir := range []string{"to_target", "from_target"} {
 		if s, d := src["source/"+dir+"/"+port], dst["target/"+dir+"/"+port]; s != d {

@@ -2,6 +2,7 @@ package migration
 
 import (
 	"fmt"
+	"github.com/migranet/migranet/vendor-patches/harness/poll"
 	"net"
 	"testing"
 	"time"
@@ -100,12 +101,8 @@ func (e *env) expectStrangersRefused(t testing.TB, key, addr string) {
 			t.Errorf("mTLS stranger: %v", err)
 			continue
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		n := e.refusals(t, key)
-		for n < before+1 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-			n = e.refusals(t, key)
-		}
+		var n int
+		poll.Until(5*time.Second, func() bool { n = e.refusals(t, key); return n >= before+1 })
 		t.Logf("mTLS stranger %q refused: server logged the refusal, client saw %q", s, r.Refused)
 		if n != before+1 {
 			t.Errorf("mTLS stranger %q (client saw %q): the target proxy logged %d refusals, want 1", s, r.Refused, n-before)

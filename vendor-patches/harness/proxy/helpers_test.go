@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/rand"
 	"fmt"
+	"github.com/migranet/migranet/vendor-patches/harness/poll"
 	"net"
 	"os"
 	"path/filepath"
@@ -107,18 +108,6 @@ func acceptWithin(ln net.Listener, d time.Duration) net.Conn {
 	return c
 }
 
-// settle waits until f reports true or d passes.
-func settle(d time.Duration, f func() bool) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if f() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return f()
-}
-
 // usage is the proxies' share of the process: open sockets and pipes, and the
 // goroutines running the migration proxy's code.
 type usage struct{ fds, goroutines int }
@@ -143,7 +132,7 @@ func noGC(t *testing.T) {
 func expectBack(t *testing.T, what string, base usage) {
 	t.Helper()
 	var now usage
-	if !settle(3*time.Second, func() bool {
+	if !poll.Until(3*time.Second, func() bool {
 		now = current(t)
 		return now.fds <= base.fds && now.goroutines <= base.goroutines
 	}) {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/migranet/migranet/vendor-patches/harness/poll"
 	"net"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestMTLSRefusesStrangers(t *testing.T) {
 			t.Errorf("%s: %v", s, err)
 		}
 		var n int
-		settle(5*time.Second, func() bool { n = proxyLog.Refusals(p.key); return n > before })
+		poll.Until(5*time.Second, func() bool { n = proxyLog.Refusals(p.key); return n > before })
 		if n != before+1 {
 			t.Errorf("%s (client saw %q): the target proxy logged %d refusals, want 1", s, refused, n-before)
 		}

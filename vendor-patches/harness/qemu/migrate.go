@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"fmt"
+	"github.com/migranet/migranet/vendor-patches/harness/poll"
 	"time"
 )
 
@@ -106,58 +107,52 @@ func Migrate(src, dst *QMP, uri string, o Options) (MigrationInfo, time.Duration
 
 // WaitMigration polls query-migrate until completed or failed, at most d.
 func WaitMigration(src *QMP, d time.Duration) (MigrationInfo, error) {
-	deadline := time.Now().Add(d)
 	var info MigrationInfo
-	for time.Now().Before(deadline) {
+	done, err := poll.UntilErr(d, func() (bool, error) {
 		if err := src.Do("query-migrate", nil, &info); err != nil {
-			return info, err
+			return false, err
 		}
 		switch info.Status {
 		case "completed":
-			if info.TotalTime == 0 { // QEMU 7.2 can report this once; ask again
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			return info, nil
+			return info.TotalTime != 0, nil // QEMU 7.2 can report 0 once; ask again
 		case "failed", "cancelled":
-			return info, fmt.Errorf("migration %s", info.Status)
+			return false, fmt.Errorf("migration %s", info.Status)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false, nil
+	})
+	if err == nil && !done {
+		err = fmt.Errorf("migration not done after %s (status %q)", d, info.Status)
 	}
-	return info, fmt.Errorf("migration not done after %s (status %q)", d, info.Status)
+	return info, err
 }
 
 // WaitStatus polls query-status until want, at most d.
 func WaitStatus(q *QMP, want string, d time.Duration) error {
-	deadline := time.Now().Add(d)
 	var st struct {
 		Status string `json:"status"`
 	}
-	for time.Now().Before(deadline) {
-		if err := q.Do("query-status", nil, &st); err != nil {
-			return err
-		}
-		if st.Status == want {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	done, err := poll.UntilErr(d, func() (bool, error) {
+		err := q.Do("query-status", nil, &st)
+		return err == nil && st.Status == want, err
+	})
+	if err == nil && !done {
+		err = fmt.Errorf("status %q after %s, want %s", st.Status, d, want)
 	}
-	return fmt.Errorf("status %q after %s, want %s", st.Status, d, want)
+	return err
 }
 
 // WaitTransferred polls query-migrate until at least n bytes of RAM were
 // transferred or the migration ended, at most d.
 func WaitTransferred(src *QMP, n int64, d time.Duration) (MigrationInfo, error) {
-	deadline := time.Now().Add(d)
 	var info MigrationInfo
-	for time.Now().Before(deadline) {
+	done, err := poll.UntilErr(d, func() (bool, error) {
 		if err := src.Do("query-migrate", nil, &info); err != nil {
-			return info, err
+			return false, err
 		}
-		if info.RAM.Transferred >= n || (info.Status != "active" && info.Status != "setup") {
-			return info, nil
-		}
-		time.Sleep(20 * time.Millisecond)
+		return info.RAM.Transferred >= n || (info.Status != "active" && info.Status != "setup"), nil
+	})
+	if err == nil && !done {
+		err = fmt.Errorf("%d bytes not transferred after %s (status %q, %d bytes)", n, d, info.Status, info.RAM.Transferred)
 	}
-	return info, fmt.Errorf("%d bytes not transferred after %s (status %q, %d bytes)", n, d, info.Status, info.RAM.Transferred)
+	return info, err
 }

@@ -114,6 +114,8 @@ type refusalLog struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	count map[string]int
+	// changed is closed, and replaced, whenever a refusal is counted: waitMore waits on it.
+	changed chan struct{}
 }
 
 func (l *refusalLog) Write(p []byte) (int, error) {
@@ -130,10 +132,31 @@ func (l *refusalLog) Write(p []byte) (int, error) {
 			if i := strings.Index(line, `"uid":"`); i >= 0 {
 				rest := line[i+7:]
 				l.count[rest[:strings.IndexByte(rest, '"')]]++
+				close(l.changed)
+				l.changed = make(chan struct{})
 			}
 		}
 	}
 	return len(p), nil
+}
+
+// waitMore waits until more than than refusals of uid are counted, at most d, and returns the
+// count: woken by the log line itself, not by polling.
+func (l *refusalLog) waitMore(uid string, than int, d time.Duration) int {
+	timeout := time.After(d)
+	for {
+		l.mu.Lock()
+		n, changed := l.count[uid], l.changed
+		l.mu.Unlock()
+		if n > than {
+			return n
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return n
+		}
+	}
 }
 
 func (l *refusalLog) refusals(uid string) int {
@@ -152,7 +175,7 @@ func (l *refusalLog) refusals(uid string) int {
 // socket, and virt-handler's own client still gets through.
 func TestKubeVirtTLSConfigsRefuseStrangers(t *testing.T) {
 	ephemeraldiskutils.MockDefaultOwnershipManager()
-	rlog := &refusalLog{count: map[string]int{}}
+	rlog := &refusalLog{count: map[string]int{}, changed: make(chan struct{})}
 	log.Log.SetIOWriter(rlog)
 	real, foreign := newCA(t), newCA(t)
 	caMgr := real.caManager(t)
@@ -214,11 +237,7 @@ func TestKubeVirtTLSConfigsRefuseStrangers(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", s.name, err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for rlog.refusals(key) == before && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if n := rlog.refusals(key) - before; n != 1 {
+		if n := rlog.waitMore(key, before, 5*time.Second) - before; n != 1 {
 			t.Errorf("%s (client saw %q): the target proxy logged %d refusals, want 1", s.name, seen, n)
 		} else {
 			t.Logf("%s refused: server logged the refusal, client saw %q", s.name, seen)
