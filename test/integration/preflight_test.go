@@ -151,6 +151,9 @@ var _ = Describe("migranet preflight", func() {
 			p.Value = ""
 			Expect(f.Client.Patch(ctx, p, patch)).To(Succeed())
 		})
+		// An earlier spec (any order) may have left virt-handlers rolling: the in-flight migration
+		// below needs KubeVirt Available, or migranet's kubevirtReady refuses it.
+		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 		review := &authenticationv1.SelfSubjectReview{}
 		Expect(f.Client.Create(ctx, review)).To(Succeed())
 		user := review.Status.UserInfo.Username
