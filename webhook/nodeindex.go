@@ -23,6 +23,9 @@ type nodeIndex struct {
 	taints   map[taintKey][]uint64 // nodes carrying a NoSchedule or NoExecute taint
 	cordoned []uint64
 	allocs   []nodeAlloc // per node
+	// pods and cells, when set, give each node's usage: cells[i] is nodes[i]'s in pods.
+	pods  *PodCache
+	cells []*usageCell
 }
 
 type taintKey struct {
@@ -120,7 +123,7 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 	if i, ok := ix.byName[t.source]; ok && t.source != "" {
 		acc[i/64] &^= 1 << (i % 64)
 	}
-	for name := range t.occupied { // KubeVirt's anti-affinity to the VMI's pods
+	for _, name := range t.occupied { // KubeVirt's anti-affinity to the VMI's pods
 		if i, ok := ix.byName[name]; ok {
 			acc[i/64] &^= 1 << (i % 64)
 		}
@@ -128,7 +131,7 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 	for w, word := range acc {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
-			if i := w*64 + b; t.confirm(ix.nodes[i], &ix.allocs[i], affinityDone) {
+			if i := w*64 + b; t.confirm(ix, i, affinityDone) {
 				return true
 			}
 			word &^= 1 << b
@@ -285,4 +288,14 @@ func dnsSubdomain(s string) bool {
 		}
 	}
 	return true
+}
+
+// usage returns node i's usage as pods sees it: from its cell when pods is the pod cache the
+// index was built with, else by name.
+func (ix *nodeIndex) usage(i int, pods PodView) *NodeUsage {
+	if ix.cells != nil && ix.cells[i] != nil && pods == PodView(ix.pods) {
+		return ix.pods.usageOf(ix.cells[i])
+	}
+	u := pods.Usage(ix.nodes[i].Name)
+	return &u
 }

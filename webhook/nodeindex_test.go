@@ -17,7 +17,8 @@ import (
 // node index, and expects the same answer every time (admission or the very same refusal): random
 // labels, cordons, taints and tolerations, required node affinity of every operator, and pods
 // filling the nodes. Fault caught: a bit set that drops a node the walk would accept (a NotIn
-// that excludes nodes without the key, a taint the VMI tolerates) or keeps one it rejects.
+// that excludes nodes without the key, a taint the VMI tolerates) or keeps one it rejects, or a
+// usage cell read for the wrong node.
 func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 14))
 	pick := func(p int) bool { return rng.IntN(100) < p }
@@ -112,6 +113,10 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		}
 		_, want, _ := infeasible(&in)
 		in.index = newNodeIndex(nodes)
+		if list, ok := in.Pods.(PodList); ok && pick(50) { // the index reads usage from the pod cache's cells
+			pc := podCacheOf(list...)
+			in.Pods, in.index.pods, in.index.cells = pc, pc, pc.cellsOf(nodes)
+		}
 		_, got, _ := infeasible(&in)
 		if got != want {
 			t.Fatalf("iteration %d: with the index %q, walking the nodes %q", iter, got, want)

@@ -18,25 +18,18 @@ import (
 // NodeLister returns the cluster's nodes; callers must not modify them.
 type NodeLister func() []*corev1.Node
 
-// CachedNodes returns a NodeLister over an immutable snapshot of the node informer's store:
-// pointers to the cached, shared objects, rebuilt on the first read after a node event and
-// swapped atomically. Admission then neither copies 1,000 Nodes into a new list per request (what
-// a cache List does, at ten times the cost of the rules themselves) nor walks the store's map.
-func CachedNodes(ctx context.Context, c cache.Cache) (NodeLister, error) {
-	s, err := newNodeSnapshot(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return s.get, nil
-}
-
 // nodeState is one immutable view of the nodes and its index.
 type nodeState struct {
 	nodes []*corev1.Node
 	index *nodeIndex
 }
 
-func newNodeSnapshot(ctx context.Context, c cache.Cache) (*nodeSnapshot, error) {
+// newNodeSnapshot keeps an immutable snapshot of the node informer's store: pointers to the
+// cached, shared objects, rebuilt on the first read after a node event and swapped atomically.
+// Admission then neither copies 1,000 Nodes into a new list per request (what a cache List does,
+// at ten times the cost of the rules themselves) nor walks the store's map. With pods, the index
+// of each snapshot reads the nodes' usage from their cells in the pod cache.
+func newNodeSnapshot(ctx context.Context, c cache.Cache, pods *PodCache) (*nodeSnapshot, error) {
 	inf, err := c.GetInformer(ctx, &corev1.Node{})
 	if err != nil {
 		return nil, err
@@ -45,7 +38,7 @@ func newNodeSnapshot(ctx context.Context, c cache.Cache) (*nodeSnapshot, error) 
 	if !ok {
 		return nil, fmt.Errorf("the node informer (%T) exposes no store", inf)
 	}
-	s := &nodeSnapshot{store: withStore.GetStore()}
+	s := &nodeSnapshot{store: withStore.GetStore(), pods: pods}
 	s.dirty.Store(true)
 	mark := func(any) { s.dirty.Store(true) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -63,6 +56,7 @@ func newNodeSnapshot(ctx context.Context, c cache.Cache) (*nodeSnapshot, error) 
 
 type nodeSnapshot struct {
 	store toolscache.Store
+	pods  *PodCache // nil: room on the nodes is not judged through the index
 	dirty atomic.Bool
 	mu    sync.Mutex
 	state atomic.Pointer[nodeState]
@@ -91,7 +85,11 @@ func (s *nodeSnapshot) load() *nodeState {
 			// Name order: admission walks the nodes in a stable order, so a message or the
 			// cost of a review does not depend on the store's map order.
 			slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-			s.state.Store(&nodeState{nodes: nodes, index: newNodeIndex(nodes)})
+			ix := newNodeIndex(nodes)
+			if s.pods != nil {
+				ix.pods, ix.cells = s.pods, s.pods.cellsOf(nodes)
+			}
+			s.state.Store(&nodeState{nodes: nodes, index: ix})
 		}
 	}
 	return s.state.Load()

@@ -118,13 +118,20 @@ var activePods = fields.ParseSelectorOrDie("status.phase!=" + string(corev1.PodS
 // cache, which holds full virt-handler pods of the KubeVirt namespace only.
 type PodCache struct {
 	cache.Cache
-	// usage maps a node's name to its *NodeUsage; an event on one of its pods drops the entry.
-	// A sync.Map: admission reads it for every candidate node from every worker, lock-free.
-	usage sync.Map
-	// gen counts pod events: a sum computed while one arrived is not kept, as it may predate it.
-	gen atomic.Uint64
+	// cells maps a node's name to its *usageCell. The node index resolves its nodes' cells once
+	// per node snapshot, so a review reads a node's usage without a map lookup.
+	cells sync.Map
 	// indexer is the pod informer's, set by Start before the cache starts.
 	indexer atomic.Pointer[toolscache.Indexer]
+}
+
+// usageCell holds one node's usage: nil until computed, and again after any event on its pods.
+type usageCell struct {
+	node string
+	// gen counts events on the node's pods: a sum computed while one arrived is not kept, as it
+	// may predate it.
+	gen atomic.Uint64
+	v   atomic.Pointer[NodeUsage]
 }
 
 // NewPodCache builds the pod cache with mgr's configuration and registers it with mgr, so it
@@ -172,20 +179,24 @@ func (p *PodCache) index(ctx context.Context) error {
 	}
 	indexer := sii.GetIndexer()
 	p.indexer.Store(&indexer)
-	forget := func(obj any) {
-		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-			p.gen.Add(1)
-			p.usage.Delete(pod.Spec.NodeName)
-		}
-	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: forget, DeleteFunc: forget,
-		UpdateFunc: func(oldObj, newObj any) { forget(oldObj); forget(newObj) },
+		AddFunc: p.forget, DeleteFunc: p.forget,
+		UpdateFunc: func(oldObj, newObj any) { p.forget(oldObj); p.forget(newObj) },
 	})
 	return err
+}
+
+// forget drops the usage of the node of a pod an event is about (the informer's store already
+// holds the change).
+func (p *PodCache) forget(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+		c := p.cell(pod.Spec.NodeName)
+		c.gen.Add(1)
+		c.v.Store(nil)
+	}
 }
 
 func byNode(obj any) ([]string, error) {
@@ -211,18 +222,49 @@ func (p *PodCache) OfVMI(uid types.UID) []*corev1.Pod {
 
 // Usage implements PodView, summing the node's pods once per change of them.
 func (p *PodCache) Usage(node string) NodeUsage {
-	if u, ok := p.usage.Load(node); ok {
-		return *u.(*NodeUsage)
+	return *p.usageOf(p.cell(node))
+}
+
+// cell returns node's usage cell, made on first use.
+func (p *PodCache) cell(node string) *usageCell {
+	if c, ok := p.cells.Load(node); ok {
+		return c.(*usageCell)
 	}
-	gen := p.gen.Load()
-	u := sumUsage(p.byIndex(podNodeIndex, node))
-	if p.gen.Load() == gen {
-		p.usage.Store(node, &u)
-		if p.gen.Load() != gen { // an event came between the check and the store
-			p.usage.CompareAndDelete(node, &u)
+	c, _ := p.cells.LoadOrStore(node, &usageCell{node: node})
+	return c.(*usageCell)
+}
+
+// usageOf returns c's usage (shared: not to be modified), summing the node's pods when an event
+// on them dropped the last sum.
+func (p *PodCache) usageOf(c *usageCell) *NodeUsage {
+	if u := c.v.Load(); u != nil {
+		return u
+	}
+	gen := c.gen.Load()
+	u := sumUsage(p.byIndex(podNodeIndex, c.node))
+	if c.gen.Load() == gen && c.v.CompareAndSwap(nil, &u) && c.gen.Load() != gen {
+		c.v.CompareAndSwap(&u, nil) // an event came between the check and the store
+	}
+	return &u
+}
+
+// cellsOf returns the usage cells of nodes (nil entries stay nil) and forgets the cells of
+// every other node, so deleted nodes leave none behind.
+func (p *PodCache) cellsOf(nodes []*corev1.Node) []*usageCell {
+	cells := make([]*usageCell, len(nodes))
+	keep := make(map[string]bool, len(nodes))
+	for i, n := range nodes {
+		if n != nil {
+			cells[i], keep[n.Name] = p.cell(n.Name), true
 		}
 	}
-	return u
+	p.cells.Range(func(k, _ any) bool {
+		if !keep[k.(string)] {
+			p.cells.Delete(k)
+		}
+		return true
+	})
+	return cells
 }
 
 // byIndex returns the cached pods under value of index; none before the cache started.

@@ -603,3 +603,52 @@ func TestTargetFilterAgreesWithSettings(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEvaluateCreateWorstCase is make bench's hard admission case in process: 1,000 nodes
+// behind the node index, the VMI with a nodeSelector, a toleration, a required node affinity and
+// a virt-launcher pod in the pod cache, and every node but the last failing one constraint in turn
+// (no selector label, cordoned, no added label, no cluster network, an untolerated taint, the
+// affinity, no memory left).
+func BenchmarkEvaluateCreateWorstCase(b *testing.B) {
+	in := baseCreate()
+	in.VMI.UID = "vmi-uid"
+	in.VMI.Spec.NodeSelector = map[string]string{"pool": "gold"}
+	in.VMI.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "vm", Effect: corev1.TaintEffectNoSchedule}}
+	in.VMI.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "rack", Operator: corev1.NodeSelectorOpIn, Values: []string{"r1"}}}}}}}}
+	in.VMIM.Spec.AddedNodeSelector = map[string]string{"zone": "z1"}
+	in.Nodes = make([]*corev1.Node, 1000)
+	pods := []*corev1.Pod{launcher("node-0996", "1", "2Gi")}
+	for i := range in.Nodes {
+		opts := []nodeOpt{withLabels("pool", "gold", "zone", "z1", "rack", "r1"), allocatable("64", "256Gi", "110")}
+		switch {
+		case i == len(in.Nodes)-1:
+			opts = append(opts, taint("dedicated", "vm", corev1.TaintEffectNoSchedule))
+		case i%7 == 0:
+			opts = append(opts, withoutLabel("pool"))
+		case i%7 == 1:
+			opts = append(opts, cordoned)
+		case i%7 == 2:
+			opts = append(opts, withoutLabel("zone"))
+		case i%7 == 3:
+			opts = append(opts, withoutLabel(settings.ClusterNetworkLabelPrefix+testCN))
+		case i%7 == 4:
+			opts = append(opts, taint("noisy", "", corev1.TaintEffectNoSchedule))
+		case i%7 == 5:
+			opts = append(opts, withLabels("rack", "r2"))
+		default:
+			pods = append(pods, other(fmt.Sprintf("filler-%d", i), fmt.Sprintf("node-%04d", i), "1", "256Gi"))
+		}
+		in.Nodes[i] = node(fmt.Sprintf("node-%04d", i), opts...)
+	}
+	in.VMI.Status.NodeName = "node-0996"
+	pc := podCacheOf(pods...)
+	in.Pods, in.index = pc, newNodeIndex(in.Nodes)
+	in.index.pods, in.index.cells = pc, pc.cellsOf(in.Nodes)
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := EvaluateCreate(in); len(got) != 0 {
+			b.Fatalf("got %+v, want admitted", got)
+		}
+	}
+}

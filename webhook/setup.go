@@ -61,7 +61,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
-	snap, err := newNodeSnapshot(ctx, cache)
+	snap, err := newNodeSnapshot(ctx, cache, opts.Pods)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ type target struct {
 	affinity       nodeaffinity.RequiredNodeAffinity
 	affinityParsed bool
 	source         string
-	occupied       map[string]bool
+	occupied       []string // the nodes of the VMI's pods
 	// requests is the target pod's (the source pod's) requests; nil when unknown (room is then
 	// not judged). demand is the same in amount units, in the scheduler's order.
 	requests corev1.ResourceList
@@ -75,9 +75,8 @@ func newTarget(in *CreateInput) (*target, string) {
 	sourceNode := in.node(t.source)
 	var sourcePod *corev1.Pod
 	if in.Pods != nil {
-		t.occupied = map[string]bool{}
 		for _, p := range in.Pods.OfVMI(vmi.UID) {
-			t.occupied[p.Spec.NodeName] = true
+			t.occupied = append(t.occupied, p.Spec.NodeName)
 			if p.Spec.NodeName == t.source && p.Labels[kubevirtv1.AppLabel] == "virt-launcher" {
 				sourcePod = p
 			}
@@ -86,8 +85,7 @@ func newTarget(in *CreateInput) (*target, string) {
 	tin := targetpod.Input{VMI: vmi, VMIM: vmim, KubeVirt: in.KubeVirt, SourceNode: sourceNode}
 	if sourcePod != nil {
 		tin.SourcePodSelector = sourcePod.Spec.NodeSelector
-		// Trimmed (the pod cache) or whole (preflight), a pod's total is PodRequests'.
-		t.requests = resourcehelper.PodRequests(sourcePod, resourcehelper.PodResourcesOptions{})
+		t.requests = podRequests(sourcePod)
 		t.demand = demandOf(t.requests)
 	}
 	t.c = targetpod.Render(tin)
@@ -102,9 +100,9 @@ func newTarget(in *CreateInput) (*target, string) {
 	case sourcePod == nil:
 		t.unknown = "room on the nodes (the VMI's virt-launcher pod on " + orUnknown(t.source) + " is not known)"
 	}
-	for _, r := range t.c.Selector {
-		t.sel = append(t.sel, label{r.Key, r.Value})
-		t.why = append(t.why, r.Why)
+	t.sel, t.why = make([]label, len(t.c.Selector)), make([]string, len(t.c.Selector))
+	for i, r := range t.c.Selector {
+		t.sel[i], t.why[i] = label{r.Key, r.Value}, r.Why
 	}
 	if w := kubeVirtWorkloads(in.KubeVirt); w != nil {
 		t.kvSel = w.NodeSelector
@@ -115,6 +113,16 @@ func newTarget(in *CreateInput) (*target, string) {
 		t.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + t.clusterNetwork
 	}
 	return t, ""
+}
+
+// podRequests is the scheduler's total of what pod requests (PodRequests), read-only. A pod of
+// one container and nothing else (what TrimPod leaves in the pod cache) requests what that
+// container does, so its requests are returned as they are, without summing them into a new list.
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	if s := &pod.Spec; len(s.Containers) == 1 && len(s.InitContainers) == 0 && s.Overhead == nil && s.Resources == nil {
+		return s.Containers[0].Resources.Requests
+	}
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
 // verdict is one node's: the first check it fails (numStages when none) and, within that check,
@@ -132,7 +140,7 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 	switch {
 	case n.Name == t.source && t.source != "":
 		return nodeVerdict{stage: stageSource}
-	case t.occupied[n.Name]:
+	case slices.Contains(t.occupied, n.Name):
 		return nodeVerdict{stage: stageOccupied}
 	case !nodeReady(n):
 		return nodeVerdict{stage: stageReady}
@@ -168,16 +176,15 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 	return nodeVerdict{stage: numStages}
 }
 
-// confirm is judge for a node the node index's bit sets let through, which already passed every
-// check they express (the VMI's other pods' nodes included): it checks room (alloc is the node's
-// allocatable) and, unless affinityDone, the required node affinity.
-func (t *target) confirm(n *corev1.Node, alloc *nodeAlloc, affinityDone bool) bool {
-	if !affinityDone && !t.matchAffinity(n) {
+// confirm is judge for node i of ix, which the index's bit sets let through and which so already
+// passed every check they express (the VMI's other pods' nodes included): it checks room and,
+// unless affinityDone, the required node affinity.
+func (t *target) confirm(ix *nodeIndex, i int, affinityDone bool) bool {
+	if !affinityDone && !t.matchAffinity(ix.nodes[i]) {
 		return false
 	}
 	if t.requests != nil {
-		used := t.pods.Usage(n.Name)
-		_, _, ok := fits(t.demand, alloc, &used)
+		_, _, ok := fits(t.demand, &ix.allocs[i], ix.usage(i, t.pods))
 		return ok
 	}
 	return true

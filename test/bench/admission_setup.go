@@ -271,9 +271,12 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: netcontroller.NewStore(snap), Pods: pods}); err != nil {
 		return "", nil, nil, err
 	}
-	// The ceiling: a validator for the same kind that admits everything, served through the same
-	// machinery (decoding included).
-	mgr.GetWebhookServer().Register("/noop", admission.WithCustomValidator(scheme, &kubevirtv1.VirtualMachineInstanceMigration{}, noopValidator{}))
+	// The ceiling: a validator for the same kind that admits everything, registered and served
+	// exactly as migranet's are (the builder's request logger and panic recovery, decoding).
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&kubevirtv1.VirtualMachineInstanceMigration{}).WithValidator(noopValidator{}).
+		WithValidatorCustomPath(noopPath).Complete(); err != nil {
+		return "", nil, nil, err
+	}
 	mctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = mgr.Start(mctx); close(done) }()
@@ -340,6 +343,9 @@ func reviewBody(op admissionv1.Operation, vmim *kubevirtv1.VirtualMachineInstanc
 	}
 	return json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
 }
+
+// noopPath serves noopValidator.
+const noopPath = "/noop"
 
 // noopValidator admits everything.
 type noopValidator struct{}
