@@ -248,14 +248,20 @@ func (p *PodCache) usageOf(c *usageCell) *NodeUsage {
 	return &u
 }
 
-// cellsOf returns the usage cells of nodes (nil entries stay nil) and forgets the cells of
-// every other node, so deleted nodes leave none behind.
+// cellsOf gives nodes new usage cells, side by side in memory (a review that checks room on
+// hundreds of nodes then reads them in order, not scattered over the heap), and forgets the cells
+// of every other node, so deleted nodes leave none behind. A new cell starts empty: its first read
+// sums the node's pods. An event that loaded the old cell before the swap came after the store
+// change, so that sum sees the change; one after the swap drops the new cell.
 func (p *PodCache) cellsOf(nodes []*corev1.Node) []*usageCell {
+	block := make([]usageCell, len(nodes))
 	cells := make([]*usageCell, len(nodes))
 	keep := make(map[string]bool, len(nodes))
 	for i, n := range nodes {
 		if n != nil {
-			cells[i], keep[n.Name] = p.cell(n.Name), true
+			block[i].node = n.Name
+			cells[i], keep[n.Name] = &block[i], true
+			p.cells.Store(n.Name, cells[i])
 		}
 	}
 	p.cells.Range(func(k, _ any) bool {
