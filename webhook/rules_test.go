@@ -2,9 +2,9 @@ package webhook
 
 import (
 	"fmt"
-	"time"
 	"strings"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
