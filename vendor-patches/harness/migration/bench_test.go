@@ -45,18 +45,24 @@ func BenchmarkProxyThroughput(b *testing.B) {
 		plain := benchPaths(b, false, peer)
 		mtls := benchPaths(b, true, peer)
 		loadLine("throughput bench end")
-		direct := plain["direct"]
-		d := direct.gibps()
+		direct, floor := plain["direct"], plain["floor"]
+		d, fl := direct.gibps(), floor.gibps()
 		line(b, "plain direct TCP", direct, direct, "")
-		line(b, "plain upstream pair", plain["upstream"], direct, ratio(plain["upstream"].gibps(), d, "direct", 0, false))
+		line(b, "plain floor pair (splicefloor: the cheapest relay pair, not the product)", floor, direct, ratio(fl, d, "direct", 0, false))
+		line(b, "plain upstream pair", plain["upstream"], direct, ratio(plain["upstream"].gibps(), d, "direct", 0, false)+", "+
+			ratio(plain["upstream"].gibps(), fl, "floor", 0, false))
 		line(b, "plain patched pair", plain["patched"], direct,
 			ratio(plain["patched"].gibps(), d, "direct", 0.8, true)+", "+
-				ratio(plain["patched"].gibps(), plain["upstream"].gibps(), "upstream", 1.3, true))
+				ratio(plain["patched"].gibps(), plain["upstream"].gibps(), "upstream", 1.3, true)+", "+
+				ratio(plain["patched"].gibps(), fl, "floor", 0, false))
+		floorLine(direct, floor, plain["patched"], plain["upstream"])
 		line(b, "mTLS upstream pair", mtls["upstream"], direct, ratio(mtls["upstream"].gibps(), d, "direct TCP", 0, false))
 		line(b, "mTLS patched pair", mtls["patched"], direct,
 			ratio(mtls["patched"].gibps(), d, "direct TCP", 0, false)+", "+
 				ratio(mtls["patched"].gibps(), mtls["upstream"].gibps(), "upstream", 1.5, true))
 		b.ReportMetric(plain["patched"].gibps()/d, "plain-patched/direct")
+		b.ReportMetric(fl/d, "plain-floor/direct")
+		b.ReportMetric(plain["patched"].gibps()/fl, "plain-patched/floor")
 		b.ReportMetric(plain["patched"].gibps()/plain["upstream"].gibps(), "plain-patched/upstream")
 		b.ReportMetric(mtls["patched"].gibps()/mtls["upstream"].gibps(), "mtls-patched/upstream")
 	}
@@ -104,15 +110,16 @@ func benchPaths(b *testing.B, withTLS bool, peer string) map[string]rounds {
 	l := &lab{env: e, up: e.spawnUpstream(b, peer)}
 	l.sender, l.sinker = e.spawnPlain(b, e.lab.Source), e.spawnPlain(b, e.lab.Target)
 	paths := []string{"patched", "upstream"}
-	if !withTLS {
-		paths = append([]string{"direct"}, paths...)
-	}
-	out := map[string]rounds{}
 	if dir := os.Getenv(EnvProfile); dir != "" {
 		for _, p := range paths {
 			l.profile(b, dir, p, withTLS)
 		}
 	}
+	if !withTLS {
+		// The floor relay splices plain streams only.
+		paths = append([]string{"direct", "floor"}, paths...)
+	}
+	out := map[string]rounds{}
 	for r := 0; r < benchRounds; r++ {
 		for _, p := range paths {
 			out[p] = append(out[p], l.measure(b, p, fmt.Sprintf("%s-%v-%d", p, withTLS, r), nil))
@@ -136,15 +143,29 @@ func (l *lab) proxies(path string) []*node.Client {
 // before and after. during, when set, runs once the stream has started and
 // returns a function to call when it has ended (the profile rounds).
 func (l *lab) measure(b *testing.B, path, key string, during func() func()) round {
-	procs := append([]*node.Client{l.sender, l.sinker}, l.proxies(path)...)
-	before, swBefore := cpuOf(b, procs)
-	var gibps float64
-	if path == "direct" {
-		gibps = l.direct(b, key, during)
-	} else {
+	procs := []meter{nodeMeter{l.sender}, nodeMeter{l.sinker}}
+	var stream func() float64
+	switch path {
+	case "direct":
+		stream = func() float64 { return l.direct(b, key, during) }
+	case "floor":
+		dir, err := os.MkdirTemp("", "vpf")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		sinkPath := filepath.Join(dir, key+"-49152")
+		f := l.startFloorPair(b, dir, sinkPath)
+		defer f.close()
+		procs = append(procs, f.meters()...)
+		stream = func() float64 { return l.floored(b, f, sinkPath, key, during) }
+	default:
 		p := l.proxies(path)
-		gibps = l.proxied(b, p[0], p[1], key, during)
+		procs = append(procs, nodeMeters(p)...)
+		stream = func() float64 { return l.proxied(b, p[0], p[1], key, during) }
 	}
+	before, swBefore := cpuOf(b, procs)
+	gibps := stream()
 	after, swAfter := cpuOf(b, procs)
 	perGiB := func(i int) float64 { return (after[i] - before[i]) / (float64(benchSize) / (1 << 30)) }
 	swPerMiB := func(i int) float64 { return (swAfter[i] - swBefore[i]) / (float64(benchSize) / (1 << 20)) }
@@ -156,15 +177,11 @@ func (l *lab) measure(b *testing.B, path, key string, during func() func()) roun
 	return r
 }
 
-// cpuOf reads the CPU seconds and the context switches of each node process so far.
-func cpuOf(b *testing.B, nodes []*node.Client) (cpu, switches []float64) {
-	cpu, switches = make([]float64, len(nodes)), make([]float64, len(nodes))
-	for i, c := range nodes {
-		r, err := c.Do(node.Request{Op: "cpu"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cpu[i], switches[i] = float64(r.CPU)/1e9, float64(r.Switches)
+// cpuOf reads the CPU seconds and the context switches of each process so far.
+func cpuOf(b testing.TB, procs []meter) (cpu, switches []float64) {
+	cpu, switches = make([]float64, len(procs)), make([]float64, len(procs))
+	for i, p := range procs {
+		cpu[i], switches[i] = p.usage(b)
 	}
 	return cpu, switches
 }
@@ -397,7 +414,7 @@ func BenchmarkQEMUMigration(b *testing.B) {
 			runs := map[string]qemuRuns{}
 			failed := map[string][]string{}
 			for r := 0; r < qemuBenchRuns; r++ {
-				for _, path := range []string{"direct", "patched", "upstream"} {
+				for _, path := range []string{"direct", "floor", "patched", "upstream"} {
 					run, err := e.qemuOnce(b, a, path, up, mfd, fmt.Sprintf("vmi-bench-%s-%d-%d", path, mfd, r))
 					if err != nil {
 						if path == "upstream" && mfd > 0 {
@@ -418,18 +435,30 @@ func BenchmarkQEMUMigration(b *testing.B) {
 			direct := runs["direct"]
 			qemuLine(b, mode, "direct TCP", direct, direct, nil, "")
 			dt := median(direct.pick(func(x qemuRun) float64 { return x.totalMs }))
-			for _, path := range []string{"patched", "upstream"} {
+			ft := median(runs["floor"].pick(func(x qemuRun) float64 { return x.totalMs }))
+			for _, path := range []string{"floor", "patched", "upstream"} {
 				r := runs[path]
 				goal := ""
 				if len(r) > 0 {
-					t := median(r.pick(func(x qemuRun) float64 { return x.totalMs })) / dt
+					mt := median(r.pick(func(x qemuRun) float64 { return x.totalMs }))
+					t := mt / dt
 					goal = fmt.Sprintf("total time %.2fx direct", t)
-					if path == "patched" {
-						goal += fmt.Sprintf(" (goal <= 1.10x: %s)", verdict(t <= 1.1))
+					switch path {
+					case "floor":
+						goal += fmt.Sprintf(" (the goal <= 1.10x is %s)", map[bool]string{true: "within the floor", false: "below the floor: no relay pair reaches it here"}[t <= 1.1])
+						b.ReportMetric(t, fmt.Sprintf("qemu-mfd%d-floor/direct", mfd))
+					case "patched":
+						goal += fmt.Sprintf(" (goal <= 1.10x: %s), %.2fx the floor's", verdict(t <= 1.1), mt/ft)
 						b.ReportMetric(t, fmt.Sprintf("qemu-mfd%d-patched/direct", mfd))
+					default:
+						goal += fmt.Sprintf(", %.2fx the floor's", mt/ft)
 					}
 				}
-				qemuLine(b, mode, path+" pair", r, direct, failed[path], goal)
+				name := path + " pair"
+				if path == "floor" {
+					name = "floor pair (splicefloor, not the product)"
+				}
+				qemuLine(b, mode, name, r, direct, failed[path], goal)
 			}
 		}
 		loadLine("qemu bench end")
@@ -443,16 +472,31 @@ const qemuBenchRuns = 3
 // "upstream") and reads the CPU times around it.
 func (e *env) qemuOnce(b *testing.B, a *qemu.Assets, path string, up [2]*node.Client, multifd int, key string) (qemuRun, error) {
 	o := qemu.Options{Multifd: multifd, MaxBytes: fast, Timeout: 90 * time.Second, MemBytes: a.MemBytes}
-	var proxies []*node.Client
+	var proxies []meter
 	switch path {
 	case "patched":
-		proxies = []*node.Client{e.source, e.target}
+		proxies = nodeMeters([]*node.Client{e.source, e.target})
 	case "upstream":
-		proxies = up[:]
+		proxies = nodeMeters(up[:])
 	}
 	var src, dst *qemu.VM
 	var uri string
-	if proxies == nil {
+	if path == "floor" {
+		dir, err := os.MkdirTemp("", "vpq")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		src, dst = e.startGuests(b, dir, a, o)
+		dstSock := filepath.Join(dir, key+"-49152")
+		f := e.startFloorPair(b, dir, dstSock)
+		defer f.close()
+		proxies = f.meters()
+		if err := qemu.Incoming(dst.QMP, "unix:"+dstSock); err != nil {
+			b.Fatal(err)
+		}
+		uri = "unix:" + f.Sock
+	} else if proxies == nil {
 		dir, err := os.MkdirTemp("", "vpq")
 		if err != nil {
 			b.Fatal(err)
@@ -465,7 +509,7 @@ func (e *env) qemuOnce(b *testing.B, a *qemu.Assets, path string, up [2]*node.Cl
 			b.Fatal(err)
 		}
 	} else {
-		f := e.prepareOn(b, proxies[0], proxies[1], a, key, o)
+		f := e.prepareOn(b, proxies[0].(nodeMeter).c, proxies[1].(nodeMeter).c, a, key, o)
 		f.listen(b)
 		src, dst, uri = f.src, f.dst, "unix:"+f.sourceSock
 	}
@@ -545,6 +589,23 @@ func line(b *testing.B, what string, r, direct rounds, ratios string) {
 		r.proxyCPU(), r.pathCPU(), r.pathCPU()/direct.pathCPU(), direct.pathCPU(),
 		median(r.pick(func(x round) float64 { return x.proxySwitches })), median(r.pick(func(x round) float64 { return x.endpointSwitches })))
 	fmt.Println(s)
+}
+
+// floorLine prints the floor's arithmetic: what the cheapest relay pair reaches
+// against direct TCP bounds what any proxy pair can reach on this machine, so a
+// goal above it is out of reach for every implementation.
+func floorLine(direct, floor, patched, upstream rounds) {
+	d, f, p, u := direct.gibps(), floor.gibps(), patched.gibps(), upstream.gibps()
+	reach := func(goal, limit float64) string {
+		if goal <= limit {
+			return fmt.Sprintf("within the floor's %.2fx", limit)
+		}
+		return fmt.Sprintf("above the floor's %.2fx: no relay pair reaches it here", limit)
+	}
+	fmt.Printf("bench proxy: plain floor arithmetic: the floor pair moves %.2f GiB/s = %.2fx direct (its path costs %.2f s CPU/GiB vs direct's %.2f s, "+
+		"its relays %.2f s vs the patched proxies' %.2f s); goal 0.8x direct is %s; patched is %.2fx the floor, upstream %.2fx, "+
+		"so patched vs upstream can reach at most %.2fx (goal 1.3x is %s)\n",
+		f, f/d, floor.pathCPU(), direct.pathCPU(), floor.proxyCPU(), patched.proxyCPU(), reach(0.8, f/d), p/f, u/f, f/u, reach(1.3, f/u))
 }
 
 // loadLine prints the machine's load average (the bench's numbers are only
