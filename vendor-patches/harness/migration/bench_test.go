@@ -110,14 +110,16 @@ func benchPaths(b *testing.B, withTLS bool, peer string) map[string]rounds {
 	l := &lab{env: e, up: e.spawnUpstream(b, peer)}
 	l.sender, l.sinker = e.spawnPlain(b, e.lab.Source), e.spawnPlain(b, e.lab.Target)
 	paths := []string{"patched", "upstream"}
-	if dir := os.Getenv(EnvProfile); dir != "" {
-		for _, p := range paths {
-			l.profile(b, dir, p, withTLS)
-		}
-	}
 	if !withTLS {
 		// The floor relay splices plain streams only.
 		paths = append([]string{"direct", "floor"}, paths...)
+	}
+	if dir := os.Getenv(EnvProfile); dir != "" {
+		for _, p := range paths {
+			if p != "direct" {
+				l.profile(b, dir, p, withTLS)
+			}
+		}
 	}
 	out := map[string]rounds{}
 	for r := 0; r < benchRounds; r++ {
@@ -140,10 +142,16 @@ func (l *lab) proxies(path string) []*node.Client {
 }
 
 // measure streams benchSize bytes over path and reads every process's CPU time
-// before and after. during, when set, runs once the stream has started and
-// returns a function to call when it has ended (the profile rounds).
-func (l *lab) measure(b *testing.B, path, key string, during func() func()) round {
+// before and after. during, when set, runs once the stream has started, is
+// given the path's processes (sender, sink, then the source and the target
+// proxy or relay) and returns a function to call when it has ended (the
+// profile rounds).
+func (l *lab) measure(b *testing.B, path, key string, profiled func(procs []meter) func()) round {
 	procs := []meter{nodeMeter{l.sender}, nodeMeter{l.sinker}}
+	var during func() func()
+	if profiled != nil {
+		during = func() func() { return profiled(procs) }
+	}
 	var stream func() float64
 	switch path {
 	case "direct":
@@ -186,39 +194,29 @@ func cpuOf(b testing.TB, procs []meter) (cpu, switches []float64) {
 	return cpu, switches
 }
 
-// profile runs two uncounted rounds of path: one with a pprof CPU profile of
-// each proxy node, one with strace -c -f on every process of the path.
+// profile runs uncounted rounds of path: one with a pprof CPU profile of each
+// proxy node (not for the floor's relays, which are not Go), then one with
+// strace -c -f and one with perf attached to every process of the path.
 func (l *lab) profile(b *testing.B, dir, path string, withTLS bool) {
 	name := path + map[bool]string{false: "-plain", true: "-mtls"}[withTLS]
-	roles := map[*node.Client]string{l.sender: "sender", l.sinker: "sink"}
-	for i, c := range l.proxies(path) {
-		roles[c] = []string{"source-proxy", "target-proxy"}[i]
-	}
-	l.measure(b, path, name+"-pprof", func() func() {
-		for c, role := range roles {
-			if role == "sender" || role == "sink" {
-				continue
+	roles := []string{"sender", "sink", "source-proxy", "target-proxy"}
+	if path == "floor" {
+		roles[2], roles[3] = "source-relay", "target-relay"
+	} else {
+		l.measure(b, path, name+"-pprof", func(procs []meter) func() {
+			for i, p := range procs[2:] {
+				if _, err := p.(nodeMeter).c.Do(node.Request{Op: "pprof-start", Path: filepath.Join(dir, name+"-"+roles[2+i]+".pprof")}); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if _, err := c.Do(node.Request{Op: "pprof-start", Path: filepath.Join(dir, name+"-"+role+".pprof")}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return func() {
-			for c, role := range roles {
-				if role != "sender" && role != "sink" {
-					if _, err := c.Do(node.Request{Op: "pprof-stop"}); err != nil {
+			return func() {
+				for _, p := range procs[2:] {
+					if _, err := p.(nodeMeter).c.Do(node.Request{Op: "pprof-stop"}); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}
-		}
-	})
-	pid := func(c *node.Client) string {
-		r, err := c.Do(node.Request{Op: "cpu"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return strconv.Itoa(r.PID)
+		})
 	}
 	// tool runs one uncounted round with the commands argv(role, pid) attached.
 	tool := func(bin, suffix string, argv func(role, pid string) [][]string) {
@@ -226,10 +224,10 @@ func (l *lab) profile(b *testing.B, dir, path string, withTLS bool) {
 			b.Logf("no %s on PATH: no %s files", bin, suffix)
 			return
 		}
-		r := l.measure(b, path, name+"-"+suffix, func() func() {
+		r := l.measure(b, path, name+"-"+suffix, func(procs []meter) func() {
 			var cmds []*exec.Cmd
-			for c, role := range roles {
-				for _, a := range argv(role, pid(c)) {
+			for i, p := range procs {
+				for _, a := range argv(roles[i], strconv.Itoa(p.pid(b))) {
 					cmd := exec.Command(a[0], a[1:]...)
 					if err := cmd.Start(); err != nil {
 						b.Fatal(err)

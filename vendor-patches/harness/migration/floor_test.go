@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,6 +28,8 @@ const EnvFloorPipe = "MIGRANET_VP_FLOOR_PIPE"
 type meter interface {
 	// usage is the process's CPU seconds and context switches so far.
 	usage(b testing.TB) (cpu, switches float64)
+	// pid is its process id (the profile rounds attach strace and perf).
+	pid(b testing.TB) int
 }
 
 type nodeMeter struct{ c *node.Client }
@@ -39,6 +42,14 @@ func (n nodeMeter) usage(b testing.TB) (float64, float64) {
 	return float64(r.CPU) / 1e9, float64(r.Switches)
 }
 
+func (n nodeMeter) pid(b testing.TB) int {
+	r, err := n.c.Do(node.Request{Op: "cpu"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r.PID
+}
+
 func nodeMeters(nodes []*node.Client) []meter {
 	m := make([]meter, len(nodes))
 	for i, c := range nodes {
@@ -49,7 +60,7 @@ func nodeMeters(nodes []*node.Client) []meter {
 
 // floorRelay is one running splicefloor process.
 type floorRelay struct {
-	bin   string
+	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	lines chan string // its stdout, line by line; closed at its end
 	done  chan struct{}
@@ -104,7 +115,7 @@ func startFloorRelay(b testing.TB, bin, ns, listen, dial string) *floorRelay {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	r := &floorRelay{bin: bin, stdin: in, lines: make(chan string), done: make(chan struct{})}
+	r := &floorRelay{cmd: cmd, stdin: in, lines: make(chan string), done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -137,6 +148,9 @@ func (r *floorRelay) line(b testing.TB) string {
 	}
 	return ""
 }
+
+// pid is the relay's: "ip netns exec" execs it in place.
+func (r *floorRelay) pid(testing.TB) int { return r.cmd.Process.Pid }
 
 func (r *floorRelay) usage(b testing.TB) (float64, float64) {
 	b.Helper()
