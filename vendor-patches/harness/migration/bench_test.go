@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -591,7 +592,9 @@ func line(b *testing.B, what string, r, direct rounds, ratios string) {
 
 // floorLine prints the floor's arithmetic: what the cheapest relay pair reaches
 // against direct TCP bounds what any proxy pair can reach on this machine, so a
-// goal above it is out of reach for every implementation.
+// goal above it is out of reach for every implementation. The CPU bound says the
+// same without the runs' noise: on N cores a path costing C CPU seconds per GiB
+// moves at most N/C GiB/s.
 func floorLine(direct, floor, patched, upstream rounds) {
 	d, f, p, u := direct.gibps(), floor.gibps(), patched.gibps(), upstream.gibps()
 	reach := func(goal, limit float64) string {
@@ -600,10 +603,14 @@ func floorLine(direct, floor, patched, upstream rounds) {
 		}
 		return fmt.Sprintf("above the floor's %.2fx: no relay pair reaches it here", limit)
 	}
-	fmt.Printf("bench proxy: plain floor arithmetic: the floor pair moves %.2f GiB/s = %.2fx direct (its path costs %.2f s CPU/GiB vs direct's %.2f s, "+
-		"its relays %.2f s vs the patched proxies' %.2f s); goal 0.8x direct is %s; patched is %.2fx the floor, upstream %.2fx, "+
-		"so patched vs upstream can reach at most %.2fx (goal 1.3x is %s)\n",
-		f, f/d, floor.pathCPU(), direct.pathCPU(), floor.proxyCPU(), patched.proxyCPU(), reach(0.8, f/d), p/f, u/f, f/u, reach(1.3, f/u))
+	n := float64(runtime.NumCPU())
+	fmt.Printf("bench proxy: plain floor arithmetic: the floor pair moves %.2f GiB/s = %.2fx direct, so goal 0.8x direct is %s; "+
+		"the floor pair is %.2fx upstream's, so goal patched >= 1.3x upstream is %s; patched is %.2fx the floor, upstream %.2fx. "+
+		"CPU bound on %.0f cores (at most cores / CPU per GiB): direct path %.2f s/GiB <= %.2f GiB/s, floor path %.2f s/GiB <= %.2f GiB/s "+
+		"(relays %.2f s), patched path %.2f s/GiB <= %.2f GiB/s (proxies %.2f s); 0.8x direct (%.2f GiB/s) needs a path of at most %.2f s/GiB\n",
+		f, f/d, reach(0.8, f/d), f/u, reach(1.3, f/u), p/f, u/f,
+		n, direct.pathCPU(), n/direct.pathCPU(), floor.pathCPU(), n/floor.pathCPU(), floor.proxyCPU(),
+		patched.pathCPU(), n/patched.pathCPU(), patched.proxyCPU(), 0.8*d, n/(0.8*d))
 }
 
 // loadLine prints the machine's load average (the bench's numbers are only
