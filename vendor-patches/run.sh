@@ -15,7 +15,8 @@
 #                         and virt-handler-v1.8.4/wiring; per package: tests ran,
 #                         passed, failed, skipped; test2json streams kept in
 #                         $MIGRANET_TEST_RESULTS (vendor-patches--<pkg>.json)
-#   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream)
+#   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream,
+#                         and vs the floor: floor/splicefloor.c, the cheapest relay)
 #
 # MIGRANET_VP_FAULT (used by mutate.sh) names one fault patch (faults/*.patch) applied
 # to the v1.9.0 tree (MIGRANET_VP_FAULT_VERSION: another release's) on top of the
@@ -269,14 +270,25 @@ build_upstream_peer() {
   echo "$peer"
 }
 
+# The bench's floor: floor/splicefloor.c, the cheapest relay (blocking splice(2)
+# loops, one thread per direction), built with gcc. Not part of the product.
+build_floor_relay() {
+  local bin="$here/.work/bin/splicefloor"
+  command -v gcc >/dev/null || die "gcc not found (the bench builds its floor relay, floor/splicefloor.c)"
+  mkdir -p "$here/.work/bin"
+  gcc -O2 -Wall -Werror -pthread -o "$bin" "$here/floor/splicefloor.c" || die "floor relay does not build"
+  echo "$bin"
+}
+
 cmd_bench() {
   [ "${MIGRANET_VP_PATCHES:-all}" = all ] || die "bench compares the full series with upstream: unset MIGRANET_VP_PATCHES"
   cmd_apply
-  local peer
+  local peer floor
   peer=$(build_upstream_peer)
+  floor=$(build_floor_relay)
   (cd "$here/harness" && go test -c -p "$build_p" -o "$here/.work/bin/migration.test" ./migration) ||
     die "bench binary does not build"
-  (cd "$here/harness/migration" && MIGRANET_VP_UPSTREAM_PEER="$peer" "$here/.work/bin/migration.test" \
+  (cd "$here/harness/migration" && MIGRANET_VP_UPSTREAM_PEER="$peer" MIGRANET_VP_FLOOR_RELAY="$floor" "$here/.work/bin/migration.test" \
     -test.run '^$' -test.bench . -test.benchtime 1x -test.timeout "$bench_timeout")
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,18 +46,24 @@ func BenchmarkProxyThroughput(b *testing.B) {
 		plain := benchPaths(b, false, peer)
 		mtls := benchPaths(b, true, peer)
 		loadLine("throughput bench end")
-		direct := plain["direct"]
-		d := direct.gibps()
+		direct, floor := plain["direct"], plain["floor"]
+		d, fl := direct.gibps(), floor.gibps()
 		line(b, "plain direct TCP", direct, direct, "")
-		line(b, "plain upstream pair", plain["upstream"], direct, ratio(plain["upstream"].gibps(), d, "direct", 0, false))
+		line(b, "plain floor pair (splicefloor: the cheapest relay pair, not the product)", floor, direct, ratio(fl, d, "direct", 0, false))
+		line(b, "plain upstream pair", plain["upstream"], direct, ratio(plain["upstream"].gibps(), d, "direct", 0, false)+", "+
+			ratio(plain["upstream"].gibps(), fl, "floor", 0, false))
 		line(b, "plain patched pair", plain["patched"], direct,
 			ratio(plain["patched"].gibps(), d, "direct", 0.8, true)+", "+
-				ratio(plain["patched"].gibps(), plain["upstream"].gibps(), "upstream", 1.3, true))
+				ratio(plain["patched"].gibps(), plain["upstream"].gibps(), "upstream", 1.3, true)+", "+
+				ratio(plain["patched"].gibps(), fl, "floor", 0, false))
+		floorLine(direct, floor, plain["patched"], plain["upstream"])
 		line(b, "mTLS upstream pair", mtls["upstream"], direct, ratio(mtls["upstream"].gibps(), d, "direct TCP", 0, false))
 		line(b, "mTLS patched pair", mtls["patched"], direct,
 			ratio(mtls["patched"].gibps(), d, "direct TCP", 0, false)+", "+
 				ratio(mtls["patched"].gibps(), mtls["upstream"].gibps(), "upstream", 1.5, true))
 		b.ReportMetric(plain["patched"].gibps()/d, "plain-patched/direct")
+		b.ReportMetric(fl/d, "plain-floor/direct")
+		b.ReportMetric(plain["patched"].gibps()/fl, "plain-patched/floor")
 		b.ReportMetric(plain["patched"].gibps()/plain["upstream"].gibps(), "plain-patched/upstream")
 		b.ReportMetric(mtls["patched"].gibps()/mtls["upstream"].gibps(), "mtls-patched/upstream")
 	}
@@ -105,14 +112,17 @@ func benchPaths(b *testing.B, withTLS bool, peer string) map[string]rounds {
 	l.sender, l.sinker = e.spawnPlain(b, e.lab.Source), e.spawnPlain(b, e.lab.Target)
 	paths := []string{"patched", "upstream"}
 	if !withTLS {
-		paths = append([]string{"direct"}, paths...)
+		// The floor relay splices plain streams only.
+		paths = append([]string{"direct", "floor"}, paths...)
 	}
-	out := map[string]rounds{}
 	if dir := os.Getenv(EnvProfile); dir != "" {
 		for _, p := range paths {
-			l.profile(b, dir, p, withTLS)
+			if p != "direct" {
+				l.profile(b, dir, p, withTLS)
+			}
 		}
 	}
+	out := map[string]rounds{}
 	for r := 0; r < benchRounds; r++ {
 		for _, p := range paths {
 			out[p] = append(out[p], l.measure(b, p, fmt.Sprintf("%s-%v-%d", p, withTLS, r), nil))
@@ -133,18 +143,38 @@ func (l *lab) proxies(path string) []*node.Client {
 }
 
 // measure streams benchSize bytes over path and reads every process's CPU time
-// before and after. during, when set, runs once the stream has started and
-// returns a function to call when it has ended (the profile rounds).
-func (l *lab) measure(b *testing.B, path, key string, during func() func()) round {
-	procs := append([]*node.Client{l.sender, l.sinker}, l.proxies(path)...)
-	before, swBefore := cpuOf(b, procs)
-	var gibps float64
-	if path == "direct" {
-		gibps = l.direct(b, key, during)
-	} else {
-		p := l.proxies(path)
-		gibps = l.proxied(b, p[0], p[1], key, during)
+// before and after. during, when set, runs once the stream has started, is
+// given the path's processes (sender, sink, then the source and the target
+// proxy or relay) and returns a function to call when it has ended (the
+// profile rounds).
+func (l *lab) measure(b *testing.B, path, key string, profiled func(procs []meter) func()) round {
+	procs := []meter{nodeMeter{l.sender}, nodeMeter{l.sinker}}
+	var during func() func()
+	if profiled != nil {
+		during = func() func() { return profiled(procs) }
 	}
+	var stream func() float64
+	switch path {
+	case "direct":
+		stream = func() float64 { return l.direct(b, key, during) }
+	case "floor":
+		dir, err := os.MkdirTemp("", "vpf")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		sinkPath := filepath.Join(dir, key+"-49152")
+		f := l.startFloorPair(b, dir, sinkPath)
+		defer f.close()
+		procs = append(procs, f.meters()...)
+		stream = func() float64 { return l.floored(b, f, sinkPath, key, during) }
+	default:
+		p := l.proxies(path)
+		procs = append(procs, nodeMeters(p)...)
+		stream = func() float64 { return l.proxied(b, p[0], p[1], key, during) }
+	}
+	before, swBefore := cpuOf(b, procs)
+	gibps := stream()
 	after, swAfter := cpuOf(b, procs)
 	perGiB := func(i int) float64 { return (after[i] - before[i]) / (float64(benchSize) / (1 << 30)) }
 	swPerMiB := func(i int) float64 { return (swAfter[i] - swBefore[i]) / (float64(benchSize) / (1 << 20)) }
@@ -156,52 +186,38 @@ func (l *lab) measure(b *testing.B, path, key string, during func() func()) roun
 	return r
 }
 
-// cpuOf reads the CPU seconds and the context switches of each node process so far.
-func cpuOf(b *testing.B, nodes []*node.Client) (cpu, switches []float64) {
-	cpu, switches = make([]float64, len(nodes)), make([]float64, len(nodes))
-	for i, c := range nodes {
-		r, err := c.Do(node.Request{Op: "cpu"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cpu[i], switches[i] = float64(r.CPU)/1e9, float64(r.Switches)
+// cpuOf reads the CPU seconds and the context switches of each process so far.
+func cpuOf(b testing.TB, procs []meter) (cpu, switches []float64) {
+	cpu, switches = make([]float64, len(procs)), make([]float64, len(procs))
+	for i, p := range procs {
+		cpu[i], switches[i] = p.usage(b)
 	}
 	return cpu, switches
 }
 
-// profile runs two uncounted rounds of path: one with a pprof CPU profile of
-// each proxy node, one with strace -c -f on every process of the path.
+// profile runs uncounted rounds of path: one with a pprof CPU profile of each
+// proxy node (not for the floor's relays, which are not Go), then one with
+// strace -c -f and one with perf attached to every process of the path.
 func (l *lab) profile(b *testing.B, dir, path string, withTLS bool) {
 	name := path + map[bool]string{false: "-plain", true: "-mtls"}[withTLS]
-	roles := map[*node.Client]string{l.sender: "sender", l.sinker: "sink"}
-	for i, c := range l.proxies(path) {
-		roles[c] = []string{"source-proxy", "target-proxy"}[i]
-	}
-	l.measure(b, path, name+"-pprof", func() func() {
-		for c, role := range roles {
-			if role == "sender" || role == "sink" {
-				continue
+	roles := []string{"sender", "sink", "source-proxy", "target-proxy"}
+	if path == "floor" {
+		roles[2], roles[3] = "source-relay", "target-relay"
+	} else {
+		l.measure(b, path, name+"-pprof", func(procs []meter) func() {
+			for i, p := range procs[2:] {
+				if _, err := p.(nodeMeter).c.Do(node.Request{Op: "pprof-start", Path: filepath.Join(dir, name+"-"+roles[2+i]+".pprof")}); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if _, err := c.Do(node.Request{Op: "pprof-start", Path: filepath.Join(dir, name+"-"+role+".pprof")}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return func() {
-			for c, role := range roles {
-				if role != "sender" && role != "sink" {
-					if _, err := c.Do(node.Request{Op: "pprof-stop"}); err != nil {
+			return func() {
+				for _, p := range procs[2:] {
+					if _, err := p.(nodeMeter).c.Do(node.Request{Op: "pprof-stop"}); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}
-		}
-	})
-	pid := func(c *node.Client) string {
-		r, err := c.Do(node.Request{Op: "cpu"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return strconv.Itoa(r.PID)
+		})
 	}
 	// tool runs one uncounted round with the commands argv(role, pid) attached.
 	tool := func(bin, suffix string, argv func(role, pid string) [][]string) {
@@ -209,10 +225,10 @@ func (l *lab) profile(b *testing.B, dir, path string, withTLS bool) {
 			b.Logf("no %s on PATH: no %s files", bin, suffix)
 			return
 		}
-		r := l.measure(b, path, name+"-"+suffix, func() func() {
+		r := l.measure(b, path, name+"-"+suffix, func(procs []meter) func() {
 			var cmds []*exec.Cmd
-			for c, role := range roles {
-				for _, a := range argv(role, pid(c)) {
+			for i, p := range procs {
+				for _, a := range argv(roles[i], strconv.Itoa(p.pid(b))) {
 					cmd := exec.Command(a[0], a[1:]...)
 					if err := cmd.Start(); err != nil {
 						b.Fatal(err)
@@ -397,7 +413,7 @@ func BenchmarkQEMUMigration(b *testing.B) {
 			runs := map[string]qemuRuns{}
 			failed := map[string][]string{}
 			for r := 0; r < qemuBenchRuns; r++ {
-				for _, path := range []string{"direct", "patched", "upstream"} {
+				for _, path := range []string{"direct", "floor", "patched", "upstream"} {
 					run, err := e.qemuOnce(b, a, path, up, mfd, fmt.Sprintf("vmi-bench-%s-%d-%d", path, mfd, r))
 					if err != nil {
 						if path == "upstream" && mfd > 0 {
@@ -418,18 +434,30 @@ func BenchmarkQEMUMigration(b *testing.B) {
 			direct := runs["direct"]
 			qemuLine(b, mode, "direct TCP", direct, direct, nil, "")
 			dt := median(direct.pick(func(x qemuRun) float64 { return x.totalMs }))
-			for _, path := range []string{"patched", "upstream"} {
+			ft := median(runs["floor"].pick(func(x qemuRun) float64 { return x.totalMs }))
+			for _, path := range []string{"floor", "patched", "upstream"} {
 				r := runs[path]
 				goal := ""
 				if len(r) > 0 {
-					t := median(r.pick(func(x qemuRun) float64 { return x.totalMs })) / dt
+					mt := median(r.pick(func(x qemuRun) float64 { return x.totalMs }))
+					t := mt / dt
 					goal = fmt.Sprintf("total time %.2fx direct", t)
-					if path == "patched" {
-						goal += fmt.Sprintf(" (goal <= 1.10x: %s)", verdict(t <= 1.1))
+					switch path {
+					case "floor":
+						goal += fmt.Sprintf(" (the goal <= 1.10x is %s)", map[bool]string{true: "within the floor", false: "below the floor: no relay pair reaches it here"}[t <= 1.1])
+						b.ReportMetric(t, fmt.Sprintf("qemu-mfd%d-floor/direct", mfd))
+					case "patched":
+						goal += fmt.Sprintf(" (goal <= 1.10x: %s), %.2fx the floor's", verdict(t <= 1.1), mt/ft)
 						b.ReportMetric(t, fmt.Sprintf("qemu-mfd%d-patched/direct", mfd))
+					default:
+						goal += fmt.Sprintf(", %.2fx the floor's", mt/ft)
 					}
 				}
-				qemuLine(b, mode, path+" pair", r, direct, failed[path], goal)
+				name := path + " pair"
+				if path == "floor" {
+					name = "floor pair (splicefloor, not the product)"
+				}
+				qemuLine(b, mode, name, r, direct, failed[path], goal)
 			}
 		}
 		loadLine("qemu bench end")
@@ -443,16 +471,31 @@ const qemuBenchRuns = 3
 // "upstream") and reads the CPU times around it.
 func (e *env) qemuOnce(b *testing.B, a *qemu.Assets, path string, up [2]*node.Client, multifd int, key string) (qemuRun, error) {
 	o := qemu.Options{Multifd: multifd, MaxBytes: fast, Timeout: 90 * time.Second, MemBytes: a.MemBytes}
-	var proxies []*node.Client
+	var proxies []meter
 	switch path {
 	case "patched":
-		proxies = []*node.Client{e.source, e.target}
+		proxies = nodeMeters([]*node.Client{e.source, e.target})
 	case "upstream":
-		proxies = up[:]
+		proxies = nodeMeters(up[:])
 	}
 	var src, dst *qemu.VM
 	var uri string
-	if proxies == nil {
+	if path == "floor" {
+		dir, err := os.MkdirTemp("", "vpq")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		src, dst = e.startGuests(b, dir, a, o)
+		dstSock := filepath.Join(dir, key+"-49152")
+		f := e.startFloorPair(b, dir, dstSock)
+		defer f.close()
+		proxies = f.meters()
+		if err := qemu.Incoming(dst.QMP, "unix:"+dstSock); err != nil {
+			b.Fatal(err)
+		}
+		uri = "unix:" + f.Sock
+	} else if proxies == nil {
 		dir, err := os.MkdirTemp("", "vpq")
 		if err != nil {
 			b.Fatal(err)
@@ -465,7 +508,7 @@ func (e *env) qemuOnce(b *testing.B, a *qemu.Assets, path string, up [2]*node.Cl
 			b.Fatal(err)
 		}
 	} else {
-		f := e.prepareOn(b, proxies[0], proxies[1], a, key, o)
+		f := e.prepareOn(b, proxies[0].(nodeMeter).c, proxies[1].(nodeMeter).c, a, key, o)
 		f.listen(b)
 		src, dst, uri = f.src, f.dst, "unix:"+f.sourceSock
 	}
@@ -545,6 +588,29 @@ func line(b *testing.B, what string, r, direct rounds, ratios string) {
 		r.proxyCPU(), r.pathCPU(), r.pathCPU()/direct.pathCPU(), direct.pathCPU(),
 		median(r.pick(func(x round) float64 { return x.proxySwitches })), median(r.pick(func(x round) float64 { return x.endpointSwitches })))
 	fmt.Println(s)
+}
+
+// floorLine prints the floor's arithmetic: what the cheapest relay pair reaches
+// against direct TCP bounds what any proxy pair can reach on this machine, so a
+// goal above it is out of reach for every implementation. The CPU bound says the
+// same without the runs' noise: on N cores a path costing C CPU seconds per GiB
+// moves at most N/C GiB/s.
+func floorLine(direct, floor, patched, upstream rounds) {
+	d, f, p, u := direct.gibps(), floor.gibps(), patched.gibps(), upstream.gibps()
+	reach := func(goal, limit float64) string {
+		if goal <= limit {
+			return fmt.Sprintf("within the floor's %.2fx", limit)
+		}
+		return fmt.Sprintf("above the floor's %.2fx: no relay pair reaches it here", limit)
+	}
+	n := float64(runtime.NumCPU())
+	fmt.Printf("bench proxy: plain floor arithmetic: the floor pair moves %.2f GiB/s = %.2fx direct, so goal 0.8x direct is %s; "+
+		"the floor pair is %.2fx upstream's, so goal patched >= 1.3x upstream is %s; patched is %.2fx the floor, upstream %.2fx. "+
+		"CPU bound on %.0f cores (at most cores / CPU per GiB): direct path %.2f s/GiB <= %.2f GiB/s, floor path %.2f s/GiB <= %.2f GiB/s "+
+		"(relays %.2f s), patched path %.2f s/GiB <= %.2f GiB/s (proxies %.2f s); 0.8x direct (%.2f GiB/s) needs a path of at most %.2f s/GiB\n",
+		f, f/d, reach(0.8, f/d), f/u, reach(1.3, f/u), p/f, u/f,
+		n, direct.pathCPU(), n/direct.pathCPU(), floor.pathCPU(), n/floor.pathCPU(), floor.proxyCPU(),
+		patched.pathCPU(), n/patched.pathCPU(), patched.proxyCPU(), 0.8*d, n/(0.8*d))
 }
 
 // loadLine prints the machine's load average (the bench's numbers are only
