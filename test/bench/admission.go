@@ -1,22 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"syscall"
 	"time"
-
-	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/migranet/migranet/test/cluster"
 )
@@ -37,14 +32,14 @@ const (
 //     (cordoned, a selector label or the cluster network missing, an untolerated taint, the
 //     affinity, no memory left), the scheduler-grade worst case.
 //
-// Each case sends three creates for one cancel of an in-flight pre-copy migration. The cases run
-// interleaved in admRounds rounds, in a rotating order, each round after a garbage collection (so
-// no case inherits another's garbage). Each line gives min/median/max of reviews/s over the
-// rounds, the median p50 and p99 (and the worst p99), the bench process's CPU time and
-// allocations per review (client and server: compare with the no-op line for the validator's
-// own). A case's ratio is the median over the rounds of its reviews/s over the no-op's in the same
-// round: the API server, etcd and kwok share the machine, and pairing cancels their drift.
-// BENCH_VERBOSE=1 prints every round.
+// Each case sends three creates for one cancel of an in-flight pre-copy migration, from a client
+// in a separate process (as the API server is): the webhook server's own CPU and garbage are then
+// measured alone. The cases run interleaved in admRounds rounds, in a rotating order, each round
+// after a garbage collection (so no case inherits another's garbage). Each line gives min/median/max
+// of reviews/s over the rounds, the median p50 and p99 (and the worst p99), and the server's CPU
+// time and allocations per review. A case's ratio is the median over the rounds of its reviews/s
+// over the no-op's in the same round: the API server, etcd and kwok share the machine, and pairing
+// cancels their drift. BENCH_VERBOSE=1 prints every round.
 func benchAdmission() ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -66,22 +61,21 @@ func benchAdmission() ([]string, error) {
 		return nil, err
 	}
 	defer stop()
-	hc, err := keepAliveClient(caPEM)
+	r := &roundSetup{caFile: filepath.Join(dir, "ca.crt")}
+	if err := os.WriteFile(r.caFile, caPEM, 0o600); err != nil {
+		return nil, err
+	}
+	easy, err := r.bodies("easy", nil)
 	if err != nil {
 		return nil, err
 	}
-	easy, err := reviews("easy", nil)
-	if err != nil {
-		return nil, err
-	}
-	hard, err := reviews("hard", map[string]string{zoneLabel: "z1"})
+	hard, err := r.bodies("hard", map[string]string{zoneLabel: "z1"})
 	if err != nil {
 		return nil, err
 	}
 	vmimURL := url + "/validate-kubevirt-io-v1-virtualmachineinstancemigration"
 	cases := []struct {
-		name, url string
-		bodies    [][]byte
+		name, url, bodies string
 	}{
 		{"no-op", url + noopPath, hard},
 		{"easy", vmimURL, easy},
@@ -93,14 +87,14 @@ func benchAdmission() ([]string, error) {
 		for k := range cases {
 			i := (round + k) % len(cases)
 			runtime.GC()
-			r, err := drive(ctx, hc, cases[i].url, cases[i].bodies)
+			res, err := drive(ctx, r, cases[i].url, cases[i].bodies)
 			if err != nil {
 				return nil, fmt.Errorf("%s, round %d: %w", cases[i].name, round+1, err)
 			}
-			results[i] = append(results[i], r)
+			results[i] = append(results[i], res)
 			if verbose {
 				fmt.Fprintf(os.Stderr, "admission round %d %s: %.0f reviews/s, p50 %s, p99 %s, %s CPU/review\n",
-					round+1, cases[i].name, r.rps, r.p50, r.p99, r.cpu)
+					round+1, cases[i].name, res.rps, res.p50, res.p99, res.cpu)
 			}
 		}
 	}
@@ -175,59 +169,49 @@ func summarize(rs []driveResult) summary {
 	}
 }
 
-func keepAliveClient(caPEM []byte) (*http.Client, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("bad CA")
-	}
-	return &http.Client{Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: admWorkers,
-	}, Timeout: 10 * time.Second}, nil
+// roundSetup holds the files the client process reads.
+type roundSetup struct {
+	caFile string
 }
 
-// drive sends admRequests reviews, cycling through bodies, from admWorkers keep-alive workers and
-// checks that each is allowed.
-func drive(ctx context.Context, hc *http.Client, url string, bodies [][]byte) (driveResult, error) {
-	lat := make([]time.Duration, admRequests)
+// bodies writes, next to the CA, the reviews one case cycles through (see reviews) and returns
+// the file.
+func (r *roundSetup) bodies(vmiName string, added map[string]string) (string, error) {
+	bs, err := reviews(vmiName, added)
+	if err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(bs)
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(filepath.Dir(r.caFile), vmiName+"-reviews.json")
+	return file, os.WriteFile(file, raw, 0o600)
+}
+
+// drive runs one round of a case: a separate client process (admissionClient, as the API server
+// is one) sends admRequests reviews of bodies from admWorkers keep-alive workers. The CPU time and
+// allocations are this process's, the webhook server's, over the round.
+func drive(ctx context.Context, r *roundSetup, url string, bodies string) (driveResult, error) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	cpu0 := processCPU()
-	start := time.Now()
-	err := parallel(admRequests, admWorkers, func(i int) error {
-		t0 := time.Now()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(bodies[i%len(bodies)]))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		out, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		var review admissionv1.AdmissionReview
-		if err := json.Unmarshal(out, &review); err != nil || review.Response == nil || !review.Response.Allowed {
-			return fmt.Errorf("%s: unexpected answer %s", url, out)
-		}
-		lat[i] = time.Since(t0)
-		return nil
-	})
+	out, err := exec.CommandContext(ctx, os.Args[0], clientCommand, url, r.caFile, bodies).Output()
 	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return driveResult{}, fmt.Errorf("%w: %s", err, exit.Stderr)
+		}
 		return driveResult{}, err
 	}
-	elapsed := time.Since(start)
 	cpu := processCPU() - cpu0
 	runtime.ReadMemStats(&after)
-	slices.Sort(lat)
-	return driveResult{
-		rps: float64(admRequests) / elapsed.Seconds(),
-		p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], cpu: cpu / admRequests,
-		allocs: float64(after.Mallocs-before.Mallocs) / admRequests,
-	}, nil
+	var res clientResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		return driveResult{}, fmt.Errorf("the client's answer %q: %w", out, err)
+	}
+	return driveResult{rps: res.RPS, p50: res.P50, p99: res.P99, cpu: cpu / admRequests,
+		allocs: float64(after.Mallocs-before.Mallocs) / admRequests}, nil
 }
 
 // processCPU is the user and system time this process has used.

@@ -20,6 +20,13 @@ type measure struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == clientCommand {
+		if err := admissionClient(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	measures := []measure{
 		{"setting-validate", settingValidate},
 		{"admission", benchAdmission},
