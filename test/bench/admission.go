@@ -61,15 +61,15 @@ func benchAdmission() ([]string, error) {
 		return nil, err
 	}
 	defer stop()
-	r := &roundSetup{caFile: filepath.Join(dir, "ca.crt")}
-	if err := os.WriteFile(r.caFile, caPEM, 0o600); err != nil {
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
 		return nil, err
 	}
-	easy, err := r.bodies("easy", nil)
+	easy, err := bodiesFile(dir, "easy", nil)
 	if err != nil {
 		return nil, err
 	}
-	hard, err := r.bodies("hard", map[string]string{zoneLabel: "z1"})
+	hard, err := bodiesFile(dir, "hard", map[string]string{zoneLabel: "z1"})
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func benchAdmission() ([]string, error) {
 		for k := range cases {
 			i := (round + k) % len(cases)
 			runtime.GC()
-			res, err := drive(ctx, r, cases[i].url, cases[i].bodies)
+			res, err := drive(ctx, caFile, cases[i].url, cases[i].bodies)
 			if err != nil {
 				return nil, fmt.Errorf("%s, round %d: %w", cases[i].name, round+1, err)
 			}
@@ -169,14 +169,9 @@ func summarize(rs []driveResult) summary {
 	}
 }
 
-// roundSetup holds the files the client process reads.
-type roundSetup struct {
-	caFile string
-}
-
-// bodies writes, next to the CA, the reviews one case cycles through (see reviews) and returns
-// the file.
-func (r *roundSetup) bodies(vmiName string, added map[string]string) (string, error) {
+// bodiesFile writes into dir the reviews one case cycles through (see reviews) and returns the
+// file.
+func bodiesFile(dir, vmiName string, added map[string]string) (string, error) {
 	bs, err := reviews(vmiName, added)
 	if err != nil {
 		return "", err
@@ -185,18 +180,18 @@ func (r *roundSetup) bodies(vmiName string, added map[string]string) (string, er
 	if err != nil {
 		return "", err
 	}
-	file := filepath.Join(filepath.Dir(r.caFile), vmiName+"-reviews.json")
+	file := filepath.Join(dir, vmiName+"-reviews.json")
 	return file, os.WriteFile(file, raw, 0o600)
 }
 
 // drive runs one round of a case: a separate client process (admissionClient, as the API server
 // is one) sends admRequests reviews of bodies from admWorkers keep-alive workers. The CPU time and
 // allocations are this process's, the webhook server's, over the round.
-func drive(ctx context.Context, r *roundSetup, url string, bodies string) (driveResult, error) {
+func drive(ctx context.Context, caFile, url, bodies string) (driveResult, error) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	cpu0 := processCPU()
-	out, err := exec.CommandContext(ctx, os.Args[0], clientCommand, url, r.caFile, bodies).Output()
+	out, err := exec.CommandContext(ctx, os.Args[0], clientCommand, url, caFile, bodies).Output()
 	if err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {

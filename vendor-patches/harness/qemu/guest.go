@@ -10,16 +10,20 @@ import (
 	"strings"
 )
 
-// guestSource is a 32-bit multiboot kernel that writes a counter into every page
-// of 16–20 MiB forever, so pre-copy always finds dirty pages.
-const guestSource = `	.code32
+// multibootHeader starts both guests: 32-bit code whose first words are the multiboot header
+// (magic, no flags, checksum) QEMU's -kernel looks for.
+const multibootHeader = `	.code32
 	.section .text
 	.globl _start
 	.align 4
 	.long 0x1BADB002
 	.long 0
 	.long -0x1BADB002
-_start:
+`
+
+// guestSource is a 32-bit multiboot kernel that writes a counter into every page
+// of 16–20 MiB forever, so pre-copy always finds dirty pages.
+const guestSource = multibootHeader + `_start:
 	cli
 	xorl %eax, %eax
 1:	movl $0x1000000, %edi
@@ -36,14 +40,7 @@ _start:
 // time TICKS of it have passed, writes the pass number into the next PAGES pages
 // of [START, END), wrapping round. A backlog of more than 8 bursts (the guest
 // was descheduled) is dropped rather than caught up.
-const pacedSource = `	.code32
-	.section .text
-	.globl _start
-	.align 4
-	.long 0x1BADB002
-	.long 0
-	.long -0x1BADB002
-_start:
+const pacedSource = multibootHeader + `_start:
 	cli
 	movl $0x90000, %esp
 	movb $0x34, %al
