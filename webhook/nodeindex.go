@@ -3,6 +3,7 @@ package webhook
 import (
 	"math/bits"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -23,9 +24,17 @@ type nodeIndex struct {
 	taints   map[taintKey][]uint64 // nodes carrying a NoSchedule or NoExecute taint
 	cordoned []uint64
 	allocs   []nodeAlloc // per node
-	// pods and cells, when set, give each node's usage: cells[i] is nodes[i]'s in pods.
+	// pods and cells, when set (bindPods), give each node's usage: cells[i] is nodes[i]'s in pods,
+	// and rooms[i] its roomClass, 0 until learnt and again after an event on its pods.
 	pods  *PodCache
 	cells []*usageCell
+	rooms []atomic.Uint32
+}
+
+// bindPods makes ix read the nodes' usage from their cells in pods.
+func (ix *nodeIndex) bindPods(pods *PodCache) {
+	ix.pods, ix.rooms = pods, make([]atomic.Uint32, len(ix.nodes))
+	ix.cells = pods.cellsOf(ix.nodes, ix.rooms)
 }
 
 type taintKey struct {
@@ -290,12 +299,23 @@ func dnsSubdomain(s string) bool {
 	return true
 }
 
-// usage returns node i's usage as pods sees it: from its cell when pods is the pod cache the
-// index was built with, else by name.
-func (ix *nodeIndex) usage(i int, pods PodView) *NodeUsage {
+// lacksRoom reports whether node i's room class, learnt by an earlier hasRoom, says it surely
+// cannot hold need; false when its class is not known or pods is not the pod cache ix reads.
+func (ix *nodeIndex) lacksRoom(i int, pods PodView, need roomClass) bool {
+	return ix.rooms != nil && pods == PodView(ix.pods) && roomClass(ix.rooms[i].Load()).lacks(need)
+}
+
+// hasRoom reports whether node i can hold demand (fits), reading its usage as pods sees it: from
+// its cell when pods is the pod cache ix reads (and then learning its room class), else by name.
+func (ix *nodeIndex) hasRoom(i int, pods PodView, demand []demand) bool {
 	if ix.cells != nil && ix.cells[i] != nil && pods == PodView(ix.pods) {
-		return ix.pods.usageOf(ix.cells[i])
+		c := ix.cells[i]
+		u := ix.pods.usageOf(c)
+		c.learn(u, classOf(&ix.allocs[i], &u.NodeUsage))
+		_, _, ok := fits(demand, &ix.allocs[i], &u.NodeUsage)
+		return ok
 	}
 	u := pods.Usage(ix.nodes[i].Name)
-	return &u
+	_, _, ok := fits(demand, &ix.allocs[i], &u)
+	return ok
 }

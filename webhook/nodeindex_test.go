@@ -94,7 +94,9 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 			pods := PodList{launcher(source, "1", "2Gi")}
 			for i := range n {
 				if pick(20) {
-					pods = append(pods, other(fmt.Sprintf("filler-%d", i), fmt.Sprintf("node-%d", i), "1", "7Gi"))
+					// 3, 2 or 1 GiB left for the 2 GiB target pod: at, on and below its room class.
+					mem := []string{"5Gi", "6Gi", "7Gi"}[rng.IntN(3)]
+					pods = append(pods, other(fmt.Sprintf("filler-%d", i), fmt.Sprintf("node-%d", i), "1", mem))
 				}
 			}
 			if pick(10) {
@@ -115,7 +117,8 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		in.index = newNodeIndex(nodes)
 		if list, ok := in.Pods.(PodList); ok && pick(50) { // the index reads usage from the pod cache's cells
 			pc := podCacheOf(list...)
-			in.Pods, in.index.pods, in.index.cells = pc, pc, pc.cellsOf(nodes)
+			in.Pods = pc
+			in.index.bindPods(pc)
 		}
 		_, got, _ := infeasible(&in)
 		if got != want {
@@ -125,6 +128,15 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		// it drops wrongly only costs time above, here it fails.
 		if tg, conflict := newTarget(&in); conflict == "" && in.index.anyFeasible(tg) != (want == "") {
 			t.Fatalf("iteration %d: the index alone disagrees with walking the nodes: %q", iter, want)
+		}
+		// Once every node's room class is learnt, the index rules nodes out by class alone.
+		if in.index.rooms != nil {
+			for i := range nodes {
+				in.index.hasRoom(i, in.Pods, nil)
+			}
+			if tg, conflict := newTarget(&in); conflict == "" && in.index.anyFeasible(tg) != (want == "") {
+				t.Fatalf("iteration %d: the index with learnt room classes disagrees with walking the nodes: %q", iter, want)
+			}
 		}
 		if want == "" {
 			feasible++

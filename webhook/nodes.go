@@ -87,7 +87,7 @@ func (s *nodeSnapshot) load() *nodeState {
 			slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 			ix := newNodeIndex(nodes)
 			if s.pods != nil {
-				ix.pods, ix.cells = s.pods, s.pods.cellsOf(nodes)
+				ix.bindPods(s.pods)
 			}
 			s.state.Store(&nodeState{nodes: nodes, index: ix})
 		}

@@ -131,7 +131,15 @@ type usageCell struct {
 	// gen counts events on the node's pods: a sum computed while one arrived is not kept, as it
 	// may predate it.
 	gen atomic.Uint64
-	v   atomic.Pointer[NodeUsage]
+	v   atomic.Pointer[summed]
+	// room, for a cell of a node snapshot, is the node's roomClass in its index, cleared with v.
+	room *atomic.Uint32
+}
+
+// summed is a node's usage and the cell's gen it was summed at.
+type summed struct {
+	NodeUsage
+	gen uint64
 }
 
 // NewPodCache builds the pod cache with mgr's configuration and registers it with mgr, so it
@@ -196,6 +204,9 @@ func (p *PodCache) forget(obj any) {
 		c := p.cell(pod.Spec.NodeName)
 		c.gen.Add(1)
 		c.v.Store(nil)
+		if c.room != nil {
+			c.room.Store(0)
+		}
 	}
 }
 
@@ -222,7 +233,7 @@ func (p *PodCache) OfVMI(uid types.UID) []*corev1.Pod {
 
 // Usage implements PodView, summing the node's pods once per change of them.
 func (p *PodCache) Usage(node string) NodeUsage {
-	return *p.usageOf(p.cell(node))
+	return p.usageOf(p.cell(node)).NodeUsage
 }
 
 // cell returns node's usage cell, made on first use.
@@ -234,32 +245,46 @@ func (p *PodCache) cell(node string) *usageCell {
 	return c.(*usageCell)
 }
 
-// usageOf returns c's usage (shared: not to be modified), summing the node's pods when an event
-// on them dropped the last sum.
-func (p *PodCache) usageOf(c *usageCell) *NodeUsage {
+// usageOf returns c's usage (shared: not to be modified) and the gen it was summed at, summing the
+// node's pods when an event on them dropped the last sum.
+func (p *PodCache) usageOf(c *usageCell) *summed {
 	if u := c.v.Load(); u != nil {
 		return u
 	}
 	gen := c.gen.Load()
-	u := sumUsage(p.byIndex(podNodeIndex, c.node))
-	if c.gen.Load() == gen && c.v.CompareAndSwap(nil, &u) && c.gen.Load() != gen {
-		c.v.CompareAndSwap(&u, nil) // an event came between the check and the store
+	u := &summed{NodeUsage: sumUsage(p.byIndex(podNodeIndex, c.node)), gen: gen}
+	if c.gen.Load() == gen && c.v.CompareAndSwap(nil, u) && c.gen.Load() != gen {
+		c.v.CompareAndSwap(u, nil) // an event came between the check and the store
 	}
-	return &u
+	return u
+}
+
+// learn keeps class, derived from u, as c's room class, unless an event on the node's pods came
+// since u was summed. The event clears the class after raising gen: either it comes after the store
+// below, or the check after the store sees its gen and takes the class back.
+func (c *usageCell) learn(u *summed, class roomClass) {
+	if c.room == nil || c.gen.Load() != u.gen || c.room.Load() == uint32(class) {
+		return
+	}
+	c.room.Store(uint32(class))
+	if c.gen.Load() != u.gen {
+		c.room.CompareAndSwap(uint32(class), 0)
+	}
 }
 
 // cellsOf gives nodes new usage cells, side by side in memory (a review that checks room on
-// hundreds of nodes then reads them in order, not scattered over the heap), and forgets the cells
-// of every other node, so deleted nodes leave none behind. A new cell starts empty: its first read
-// sums the node's pods. An event that loaded the old cell before the swap came after the store
-// change, so that sum sees the change; one after the swap drops the new cell.
-func (p *PodCache) cellsOf(nodes []*corev1.Node) []*usageCell {
+// hundreds of nodes then reads them in order, not scattered over the heap), with cell i's room
+// class in rooms[i], and forgets the cells of every other node, so deleted nodes leave none behind.
+// A new cell starts empty: its first read sums the node's pods. An event that loaded the old cell
+// before the swap came after the store change, so that sum sees the change; one after the swap
+// drops the new cell.
+func (p *PodCache) cellsOf(nodes []*corev1.Node, rooms []atomic.Uint32) []*usageCell {
 	block := make([]usageCell, len(nodes))
 	cells := make([]*usageCell, len(nodes))
 	keep := make(map[string]bool, len(nodes))
 	for i, n := range nodes {
 		if n != nil {
-			block[i].node = n.Name
+			block[i].node, block[i].room = n.Name, &rooms[i]
 			cells[i], keep[n.Name] = &block[i], true
 			p.cells.Store(n.Name, cells[i])
 		}

@@ -645,7 +645,7 @@ func worstCase() CreateInput {
 	in.VMI.Status.NodeName = "node-0996"
 	pc := podCacheOf(pods...)
 	in.Pods, in.index = pc, newNodeIndex(in.Nodes)
-	in.index.pods, in.index.cells = pc, pc.cellsOf(in.Nodes)
+	in.index.bindPods(pc)
 	return in
 }
 

@@ -52,6 +52,7 @@ type target struct {
 	// not judged). demand is the same in amount units, in the scheduler's order.
 	requests corev1.ResourceList
 	demand   []demand
+	need     roomClass // needOf(demand)
 	pods     PodView
 	// unknown says what could not be judged for want of the pods, "" when nothing; it is named
 	// in a denial only (a running VMI always has its pod: its absence is a transient of the cache).
@@ -87,6 +88,7 @@ func newTarget(in *CreateInput) (*target, string) {
 		tin.SourcePodSelector = sourcePod.Spec.NodeSelector
 		t.requests = podRequests(sourcePod)
 		t.demand = demandOf(t.requests)
+		t.need = needOf(t.demand)
 	}
 	t.c = targetpod.Render(tin)
 	switch {
@@ -180,14 +182,13 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 // passed every check they express (the VMI's other pods' nodes included): it checks room and,
 // unless affinityDone, the required node affinity.
 func (t *target) confirm(ix *nodeIndex, i int, affinityDone bool) bool {
+	if t.requests != nil && ix.lacksRoom(i, t.pods, t.need) {
+		return false
+	}
 	if !affinityDone && !t.matchAffinity(ix.nodes[i]) {
 		return false
 	}
-	if t.requests != nil {
-		_, _, ok := fits(t.demand, &ix.allocs[i], ix.usage(i, t.pods))
-		return ok
-	}
-	return true
+	return t.requests == nil || ix.hasRoom(i, t.pods, t.demand)
 }
 
 // matchAffinity is the scheduler's required node affinity test (a term that fails to parse

@@ -31,11 +31,12 @@ func (p *PodCache) store() toolscache.Indexer { return *p.indexer.Load() }
 // caught: an event that does not drop the cell the index reads (a new cell per lookup, a cell
 // dropped from the map but kept by the index), a deleted pod's old node left with its requests.
 func TestUsageFollowsPodEvents(t *testing.T) {
-	nodes := []*corev1.Node{node("node-0"), node("node-1"), node("node-2")}
+	alloc := allocatable("8", "16Gi", "110")
+	nodes := []*corev1.Node{node("node-0", alloc), node("node-1", alloc), node("node-2", alloc)}
 	a, b := other("a", "node-0", "1", "1Gi"), other("b", "node-1", "2", "2Gi")
 	pc := podCacheOf(a, b)
 	ix := newNodeIndex(nodes)
-	ix.pods, ix.cells = pc, pc.cellsOf(nodes)
+	ix.bindPods(pc)
 	check := func(step string) {
 		t.Helper()
 		for i, n := range nodes {
@@ -45,8 +46,15 @@ func TestUsageFollowsPodEvents(t *testing.T) {
 				pods = append(pods, it.(*corev1.Pod))
 			}
 			want := sumUsage(pods)
-			if got := *ix.usage(i, pc); got.Pods != want.Pods || got.Requests.fixed != want.Requests.fixed {
+			if r := roomClass(ix.rooms[i].Load()); r != 0 && r != classOf(&ix.allocs[i], &want) {
+				t.Errorf("%s: %s keeps room class %#x, want %#x or none: a class from before the event", step, n.Name, r, classOf(&ix.allocs[i], &want))
+			}
+			if got := pc.usageOf(ix.cells[i]).NodeUsage; got.Pods != want.Pods || got.Requests.fixed != want.Requests.fixed {
 				t.Errorf("%s: %s through the index: %+v, want %+v", step, n.Name, got, want)
+			}
+			ix.hasRoom(i, pc, nil)
+			if r := roomClass(ix.rooms[i].Load()); r != classOf(&ix.allocs[i], &want) {
+				t.Errorf("%s: %s learnt room class %#x, want %#x", step, n.Name, r, classOf(&ix.allocs[i], &want))
 			}
 			if got := pc.Usage(n.Name); got.Pods != want.Pods || got.Requests.fixed != want.Requests.fixed {
 				t.Errorf("%s: %s by name: %+v, want %+v", step, n.Name, got, want)
@@ -68,12 +76,12 @@ func TestUsageFollowsPodEvents(t *testing.T) {
 	check("delete (final state unknown)")
 	// A node deleted and added again: the new index's cell must be the one events reach.
 	ix = newNodeIndex(nodes[1:])
-	ix.pods, ix.cells = pc, pc.cellsOf(nodes[1:])
+	ix.bindPods(pc)
 	if n := cellCount(pc); n != 2 {
 		t.Errorf("%d usage cells for 2 nodes: a deleted node left its cell behind", n)
 	}
 	ix = newNodeIndex(nodes)
-	ix.pods, ix.cells = pc, pc.cellsOf(nodes)
+	ix.bindPods(pc)
 	d := other("d", "node-0", "1", "1Gi")
 	_ = pc.store().Add(d)
 	pc.forget(d)
