@@ -50,7 +50,12 @@ func Eligible(node *corev1.Node, nodeSelector map[string]string) bool {
 // HasClusterNetwork reports whether node is attached to clusterNetwork (label
 // network.harvesterhci.io/<clusterNetwork>: "true").
 func HasClusterNetwork(node *corev1.Node, clusterNetwork string) bool {
-	return node != nil && clusterNetwork != "" && node.Labels[ClusterNetworkLabelPrefix+clusterNetwork] == "true"
+	if node == nil || clusterNetwork == "" {
+		return false
+	}
+	var buf [64]byte // the label key, built without an allocation (admission asks on every review)
+	key := append(append(buf[:0], ClusterNetworkLabelPrefix...), clusterNetwork...)
+	return node.Labels[string(key)] == "true"
 }
 
 // EligibleNodes returns the names of cl's eligible nodes, sorted.

@@ -50,13 +50,16 @@ type Input struct {
 	// SourcePodSelector is the node selector of the VMI's virt-launcher pod on the source node;
 	// nil when unknown.
 	SourcePodSelector map[string]string
+	// SourceVendor, when set, is VendorKey of SourceNode's labels, found once per node by a
+	// caller that renders many target pods; nil: Render finds it.
+	SourceVendor *string
 }
 
 // Render derives the target pod's constraints the way createTargetPod builds the pod. VMI and VMIM
 // must be set.
 func Render(in Input) Constraints {
 	vmi := in.VMI
-	r := renderer{sel: map[string]string{}, why: map[string]string{}}
+	r := renderer{sel: map[string]reason{}}
 
 	// NewNodeSelectorRenderer: schedulable, architecture, cluster-wide, then the VMI's own (later
 	// copies win).
@@ -107,8 +110,8 @@ func Render(in Input) Constraints {
 			r.set(k, hm[k], "the source node's host-model CPU")
 		}
 	}
-	if vendorKey(r.sel) == "" && in.SourceNode != nil {
-		if k := vendorKey(in.SourceNode.Labels); k != "" {
+	if !r.hasVendor() {
+		if k := in.sourceVendor(); k != "" {
 			r.set(k, "true", "the source node's CPU vendor")
 		}
 	}
@@ -121,10 +124,37 @@ func Render(in Input) Constraints {
 
 // renderer collects the node selector with the reason of each key.
 type renderer struct {
-	sel, why map[string]string
+	sel map[string]reason
 }
 
-func (r *renderer) set(k, v, why string) { r.sel[k], r.why[k] = v, why }
+// reason is a key's value, why it is required and that reason's rank.
+type reason struct {
+	value, why string
+	rank       int
+}
+
+func (r *renderer) set(k, v, why string) { r.sel[k] = reason{v, why, rank(why)} }
+
+// hasVendor reports whether the selector already has a CPU vendor key (getCPUVendorLabelKey).
+func (r *renderer) hasVendor() bool {
+	for k := range r.sel {
+		if strings.HasPrefix(k, kubevirtv1.CPUModelVendorLabel) {
+			return true
+		}
+	}
+	return false
+}
+
+// sourceVendor is the source node's CPU vendor key: SourceVendor's, else found in its labels.
+func (in *Input) sourceVendor() string {
+	if in.SourceVendor != nil {
+		return *in.SourceVendor
+	}
+	if in.SourceNode == nil {
+		return ""
+	}
+	return VendorKey(in.SourceNode.Labels)
+}
 
 func (r *renderer) setAll(m map[string]string, why string) {
 	for k, v := range m {
@@ -149,16 +179,25 @@ func rank(why string) int {
 }
 
 func (r *renderer) ordered() []Requirement {
-	out := make([]Requirement, 0, len(r.sel))
-	for k, v := range r.sel {
-		out = append(out, Requirement{Key: k, Value: v, Why: r.why[k]})
+	type ranked struct {
+		Requirement
+		rank int
 	}
-	slices.SortFunc(out, func(a, b Requirement) int {
-		if d := rank(a.Why) - rank(b.Why); d != 0 {
+	var buf [8]ranked
+	rs := buf[:0]
+	for k, v := range r.sel {
+		rs = append(rs, ranked{Requirement{Key: k, Value: v.value, Why: v.why}, v.rank})
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if d := a.rank - b.rank; d != 0 {
 			return d
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
+	out := make([]Requirement, len(rs))
+	for i := range rs {
+		out[i] = rs[i].Requirement
+	}
 	return out
 }
 
@@ -208,8 +247,8 @@ func hostModelSelector(source *corev1.Node, podSelector map[string]string) (map[
 	return out, true
 }
 
-// vendorKey is getCPUVendorLabelKey: the first cpu-vendor.node.kubevirt.io/ key of labels.
-func vendorKey(labels map[string]string) string {
+// VendorKey is getCPUVendorLabelKey: the first cpu-vendor.node.kubevirt.io/ key of labels.
+func VendorKey(labels map[string]string) string {
 	for k := range labels {
 		if strings.HasPrefix(k, kubevirtv1.CPUModelVendorLabel) {
 			return k
@@ -244,29 +283,56 @@ func rejectLabels(a *corev1.Affinity, keys []string) *corev1.Affinity {
 	if len(keys) == 0 {
 		return a
 	}
-	reqs := make([]corev1.NodeSelectorRequirement, len(keys))
-	for i, k := range keys {
-		reqs[i] = corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpDoesNotExist}
-	}
-	out := &corev1.Affinity{}
-	na := &corev1.NodeAffinity{}
+	// One allocation for the parts that change, another for the requirements of every term.
+	out := &struct {
+		affinity corev1.Affinity
+		node     corev1.NodeAffinity
+		required corev1.NodeSelector
+		one      [1]corev1.NodeSelectorTerm
+	}{}
 	if a != nil {
-		*out = *a
+		out.affinity = *a
 		if a.NodeAffinity != nil {
-			*na = *a.NodeAffinity
+			out.node = *a.NodeAffinity
 		}
 	}
-	out.NodeAffinity = na
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}
-		return out
+	out.affinity.NodeAffinity = &out.node
+	r := out.node.RequiredDuringSchedulingIgnoredDuringExecution
+	var terms []corev1.NodeSelectorTerm
+	if r != nil {
+		terms = r.NodeSelectorTerms
 	}
-	terms := slices.Clone(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
-	for i := range terms {
-		terms[i].MatchExpressions = append(slices.Clip(terms[i].MatchExpressions), reqs...)
+	n := len(keys)
+	for _, t := range terms {
+		n += len(t.MatchExpressions) + len(keys)
 	}
-	na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: terms}
-	return out
+	reqs := make([]corev1.NodeSelectorRequirement, 0, n)
+	reject := func() []corev1.NodeSelectorRequirement {
+		start := len(reqs)
+		for _, k := range keys {
+			reqs = append(reqs, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpDoesNotExist})
+		}
+		return reqs[start:len(reqs):len(reqs)]
+	}
+	switch {
+	case r == nil: // no required node affinity: one term of the rejections
+		out.one[0] = corev1.NodeSelectorTerm{MatchExpressions: reject()}
+		out.required.NodeSelectorTerms = out.one[:]
+	case terms == nil:
+	case len(terms) == 1:
+		out.required.NodeSelectorTerms = out.one[:]
+	default:
+		out.required.NodeSelectorTerms = make([]corev1.NodeSelectorTerm, len(terms))
+	}
+	for i, t := range terms {
+		start := len(reqs)
+		reqs = append(reqs, t.MatchExpressions...)
+		reject()
+		t.MatchExpressions = reqs[start:len(reqs):len(reqs)]
+		out.required.NodeSelectorTerms[i] = t
+	}
+	out.node.RequiredDuringSchedulingIgnoredDuringExecution = &out.required
+	return &out.affinity
 }
 
 // notRendered lists what KubeVirt adds, or the VMI requires, that Render leaves out.

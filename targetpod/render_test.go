@@ -271,3 +271,81 @@ func TestSelectorOrder(t *testing.T) {
 		t.Errorf("order (-want +got):\n%s", d)
 	}
 }
+
+// TestRejectLabels pins modifyNodeAffintyToRejectLabel's result for every shape of affinity, and
+// that the VMI's affinity is never changed nor shared where the result differs. Faults caught: a
+// missing required affinity not given a term of its own, nil and empty terms told apart wrongly (a
+// term added to none), a term's requirements appended in place, a term left out.
+func TestRejectLabels(t *testing.T) {
+	exists := func(k string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpExists}
+	}
+	absent := func(k string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpDoesNotExist}
+	}
+	field := []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}
+	pods := &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}}
+	preferred := []corev1.PreferredSchedulingTerm{{Weight: 1, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{exists("ssd")}}}}
+	withRequired := func(terms []corev1.NodeSelectorTerm) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
+	}
+	tests := []struct {
+		name string
+		in   *corev1.Affinity
+		keys []string
+		want *corev1.Affinity
+	}{
+		{"no keys", withRequired([]corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{exists("a")}}}), nil,
+			withRequired([]corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{exists("a")}}})},
+		{"no affinity", nil, []string{"x", "y"}, withRequired([]corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{absent("x"), absent("y")}}})},
+		{"pod affinity and preferred terms only", &corev1.Affinity{PodAffinity: pods, NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred}},
+			[]string{"x"}, &corev1.Affinity{PodAffinity: pods, NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred,
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{absent("x")}}}}}}},
+		{"required with nil terms", withRequired(nil), []string{"x"}, withRequired(nil)},
+		{"required with no terms", withRequired([]corev1.NodeSelectorTerm{}), []string{"x"}, withRequired([]corev1.NodeSelectorTerm{})},
+		{"one term", withRequired([]corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{exists("a")}}}), []string{"x"},
+			withRequired([]corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{exists("a"), absent("x")}}})},
+		{"three terms, one of fields only, one empty", withRequired([]corev1.NodeSelectorTerm{
+			{MatchExpressions: []corev1.NodeSelectorRequirement{exists("a"), exists("b")}}, {MatchFields: field}, {}}), []string{"x", "y"},
+			withRequired([]corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{exists("a"), exists("b"), absent("x"), absent("y")}},
+				{MatchExpressions: []corev1.NodeSelectorRequirement{absent("x"), absent("y")}, MatchFields: field},
+				{MatchExpressions: []corev1.NodeSelectorRequirement{absent("x"), absent("y")}}})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var before *corev1.Affinity
+			if tc.in != nil {
+				before = tc.in.DeepCopy()
+			}
+			got := rejectLabels(tc.in, tc.keys)
+			if d := gocmp.Diff(tc.want, got); d != "" {
+				t.Errorf("result (-want +got):\n%s", d)
+			}
+			if d := gocmp.Diff(before, tc.in); d != "" {
+				t.Errorf("the input changed (-before +after):\n%s", d)
+			}
+			if len(tc.keys) == 0 || got == nil || got.NodeAffinity == nil || got.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+				return
+			}
+			// Growing a result term must not write into the input's or another term's requirements.
+			terms := got.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			for i := range terms {
+				terms[i].MatchExpressions = append(terms[i].MatchExpressions, exists("grown"))
+			}
+			if d := gocmp.Diff(before, tc.in); d != "" {
+				t.Errorf("growing the result changed the input (-before +after):\n%s", d)
+			}
+			for i := range terms {
+				if n := len(terms[i].MatchExpressions); n < 1 || terms[i].MatchExpressions[n-1].Key != "grown" {
+					t.Errorf("term %d: growing another term overwrote it", i)
+				}
+				for _, r := range terms[i].MatchExpressions[:len(terms[i].MatchExpressions)-1] {
+					if r.Key == "grown" {
+						t.Errorf("term %d: growing another term wrote into it", i)
+					}
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/targetpod"
 )
 
 // nodeIndex answers "can a node take this target pod?" without judging every node: one bit per
@@ -24,6 +25,7 @@ type nodeIndex struct {
 	taints   map[taintKey][]uint64 // nodes carrying a NoSchedule or NoExecute taint
 	cordoned []uint64
 	allocs   []nodeAlloc // per node
+	vendors  []string    // per node, its CPU vendor label key (targetpod.VendorKey), "" for none
 	// pods and cells, when set (bindPods), give each node's usage: cells[i] is nodes[i]'s in pods,
 	// and rooms[i] its roomClass, 0 until learnt and again after an event on its pods.
 	pods  *PodCache
@@ -46,7 +48,7 @@ func newNodeIndex(nodes []*corev1.Node) *nodeIndex {
 	words := (len(nodes) + 63) / 64
 	ix := &nodeIndex{nodes: nodes, byName: make(map[string]int, len(nodes)), base: make([]uint64, words),
 		labels: map[label][]uint64{}, keys: map[string][]uint64{}, taints: map[taintKey][]uint64{}, cordoned: make([]uint64, words),
-		allocs: make([]nodeAlloc, len(nodes))}
+		allocs: make([]nodeAlloc, len(nodes)), vendors: make([]string, len(nodes))}
 	set := func(m func() []uint64, i int) { m()[i/64] |= 1 << (i % 64) }
 	for i, n := range nodes {
 		if n == nil {
@@ -54,6 +56,7 @@ func newNodeIndex(nodes []*corev1.Node) *nodeIndex {
 		}
 		ix.byName[n.Name] = i
 		ix.allocs[i] = allocOf(n)
+		ix.vendors[i] = targetpod.VendorKey(n.Labels)
 		if _, witness := n.Labels[settings.WitnessLabel]; nodeReady(n) && !witness {
 			set(func() []uint64 { return ix.base }, i)
 		}
@@ -97,20 +100,24 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 	}
 	acc = append(acc, ix.base...)
 	scratch = scratch[:len(ix.base)]
-	and := func(ls []label) bool {
-		for _, l := range ls {
-			set, ok := ix.labels[l]
-			if !ok {
-				return false
-			}
+	and := func(l label) bool {
+		set, ok := ix.labels[l]
+		if ok {
 			andWords(acc, set)
 		}
-		return true
+		return ok
 	}
-	if !and(t.sel) || !and(t.kvLabels) {
-		return false
+	for _, r := range t.c.Selector {
+		if !and(label{r.Key, r.Value}) {
+			return false
+		}
 	}
-	if t.clusterNetwork != "" && !and([]label{{t.clusterNetworkLabel, "true"}}) {
+	for _, l := range t.kvLabels {
+		if !and(l) {
+			return false
+		}
+	}
+	if t.clusterNetwork != "" && !and(label{t.clusterNetworkLabel, "true"}) {
 		return false
 	}
 	if !tolerates(t.c.Tolerations, corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule) {
@@ -284,7 +291,8 @@ func labelValue(v string) bool {
 // dnsSubdomain: lowercase alphanumerics, '-' and '.', beginning and ending with an alphanumeric
 // (each label likewise).
 func dnsSubdomain(s string) bool {
-	for _, part := range strings.Split(s, ".") {
+	for rest := s; ; {
+		part, tail, more := strings.Cut(rest, ".")
 		if part == "" || len(part) > 63 {
 			return false
 		}
@@ -295,8 +303,11 @@ func dnsSubdomain(s string) bool {
 				return false
 			}
 		}
+		if !more {
+			return true
+		}
+		rest = tail
 	}
-	return true
 }
 
 // lacksRoom reports whether node i's room class, learnt by an earlier hasRoom, says it surely

@@ -57,6 +57,9 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 				tt := randomTaints[rng.IntN(len(randomTaints))]
 				opts = append(opts, taint(tt.Key, tt.Value, tt.Effect))
 			}
+			if pick(30) { // the source's vendor becomes the target pod's (getCPUVendorLabelKey)
+				opts = append(opts, withLabels(kubevirtv1.CPUModelVendorLabel+[]string{"Intel", "AMD"}[rng.IntN(2)], "true"))
+			}
 			opts = append(opts, allocatable("4", "8Gi", "110"))
 			nodes[i] = node(fmt.Sprintf("node-%d", i), opts...)
 		}

@@ -38,9 +38,6 @@ const (
 // (virt-handler and the cluster network on the node).
 type target struct {
 	c targetpod.Constraints
-	// sel is c.Selector as labels, for the node index; why[i] is sel[i]'s reason.
-	sel []label
-	why []string
 	// affinity is the target pod's required node affinity (nodeaffinity.GetRequiredNodeAffinity
 	// of a pod carrying only the affinity: the node selector is judged label by label), parsed on
 	// first use (matchAffinity): the node index answers most reviews without it.
@@ -53,7 +50,9 @@ type target struct {
 	requests corev1.ResourceList
 	demand   []demand
 	need     roomClass // needOf(demand)
-	pods     PodView
+	// demandBuf holds demand when it fits (cpu, memory, ephemeral storage and one more).
+	demandBuf [4]demand
+	pods      PodView
 	// unknown says what could not be judged for want of the pods, "" when nothing; it is named
 	// in a denial only (a running VMI always has its pod: its absence is a transient of the cache).
 	unknown  string
@@ -84,10 +83,15 @@ func newTarget(in *CreateInput) (*target, string) {
 		}
 	}
 	tin := targetpod.Input{VMI: vmi, VMIM: vmim, KubeVirt: in.KubeVirt, SourceNode: sourceNode}
+	if in.index != nil {
+		if i, ok := in.index.byName[t.source]; ok {
+			tin.SourceVendor = &in.index.vendors[i]
+		}
+	}
 	if sourcePod != nil {
 		tin.SourcePodSelector = sourcePod.Spec.NodeSelector
 		t.requests = podRequests(sourcePod)
-		t.demand = demandOf(t.requests)
+		t.demand = appendDemand(t.demandBuf[:0], t.requests)
 		t.need = needOf(t.demand)
 	}
 	t.c = targetpod.Render(tin)
@@ -101,10 +105,6 @@ func newTarget(in *CreateInput) (*target, string) {
 		t.unknown = "room on the nodes (no pod cache)"
 	case sourcePod == nil:
 		t.unknown = "room on the nodes (the VMI's virt-launcher pod on " + orUnknown(t.source) + " is not known)"
-	}
-	t.sel, t.why = make([]label, len(t.c.Selector)), make([]string, len(t.c.Selector))
-	for i, r := range t.c.Selector {
-		t.sel[i], t.why[i] = label{r.Key, r.Value}, r.Why
 	}
 	if w := kubeVirtWorkloads(in.KubeVirt); w != nil {
 		t.kvSel = w.NodeSelector
@@ -155,8 +155,8 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 	}); bad {
 		return nodeVerdict{stage: stageTaint, taint: taint}
 	}
-	for i := range t.sel {
-		if got, ok := n.Labels[t.sel[i].key]; !ok || got != t.sel[i].value {
+	for i, r := range t.c.Selector {
+		if got, ok := n.Labels[r.Key]; !ok || got != r.Value {
 			return nodeVerdict{stage: stageSelector, label: i}
 		}
 	}
@@ -239,21 +239,27 @@ type demand struct {
 
 // demandOf lists req in the scheduler's order (cpu, memory, ephemeral-storage, then the others by
 // name), leaving out zero requests, which the scheduler does not check.
-func demandOf(req corev1.ResourceList) []demand {
-	var out []demand
-	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+func demandOf(req corev1.ResourceList) []demand { return appendDemand(nil, req) }
+
+// appendDemand appends demandOf(req) to out.
+func appendDemand(out []demand, req corev1.ResourceList) []demand {
+	start := len(out)
+	for _, n := range [...]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
 		if q, ok := req[n]; ok && !q.IsZero() {
 			out = append(out, demand{n, slot(n), amount(n, q)})
 		}
 	}
-	var rest []demand
+	if len(req) == len(out)-start {
+		return out // no other resource (each fixed one requested, none zero)
+	}
+	fixed := len(out)
 	for n, q := range req {
 		if slot(n) < 0 && !q.IsZero() {
-			rest = append(rest, demand{n, -1, amount(n, q)})
+			out = append(out, demand{n, -1, amount(n, q)})
 		}
 	}
-	slices.SortFunc(rest, func(a, b demand) int { return strings.Compare(string(a.name), string(b.name)) })
-	return append(out, rest...)
+	slices.SortFunc(out[fixed:], func(a, b demand) int { return strings.Compare(string(a.name), string(b.name)) })
+	return out
 }
 
 // nodeAlloc is a node's allocatable resources in amount units.
@@ -376,7 +382,7 @@ func (t *target) explain(in *CreateInput, groups []group, total int) (string, st
 	if notEvaluated := t.notEvaluated(); len(notEvaluated) > 0 {
 		b.WriteString(" (not evaluated: " + strings.Join(notEvaluated, ", ") + ")")
 	}
-	if top.v.stage == stageSelector && t.why[top.v.label] == "spec.addedNodeSelector" {
+	if top.v.stage == stageSelector && t.c.Selector[top.v.label].Why == "spec.addedNodeSelector" {
 		return fieldAddedNodeSelector, b.String()
 	}
 	return fieldVMIName, b.String()
@@ -399,8 +405,8 @@ func (t *target) reason(g *group) string {
 		tt := g.v.taint
 		return fmt.Sprintf("%s taint %s that the VMI does not tolerate", verb("has", "have"), taintString(tt))
 	case stageSelector:
-		l := t.sel[g.v.label]
-		return fmt.Sprintf("%s label %s=%s (%s)", verb("lacks", "lack"), l.key, l.value, t.why[g.v.label])
+		r := t.c.Selector[g.v.label]
+		return fmt.Sprintf("%s label %s=%s (%s)", verb("lacks", "lack"), r.Key, r.Value, r.Why)
 	case stageAffinity:
 		return verb("does", "do") + " not match the VMI's required node affinity"
 	case stageVirtHandler:
@@ -437,16 +443,16 @@ func (t *target) hint(g *group) string {
 	case stageTaint:
 		return fmt.Sprintf("remove the taint from a node (kubectl taint node <node> %s-) or add a matching toleration to the VMI's spec.tolerations", taintString(g.v.taint))
 	case stageSelector:
-		l, why := t.sel[g.v.label], t.why[g.v.label]
-		switch why {
+		r := t.c.Selector[g.v.label]
+		switch r.Why {
 		case targetpod.WhySchedulable:
-			return "virt-handler labels a node " + l.key + "=" + l.value + " when it can run VMs: retry when another one is"
+			return "virt-handler labels a node " + r.Key + "=" + r.Value + " when it can run VMs: retry when another one is"
 		case "spec.addedNodeSelector":
 			return "change spec.addedNodeSelector or label another node to match it"
 		case "the VMI's nodeSelector":
 			return "label another node to match the VMI's nodeSelector"
 		}
-		return fmt.Sprintf("the target pod needs a node labelled %s=%s: add one, or change %s", l.key, l.value, why)
+		return fmt.Sprintf("the target pod needs a node labelled %s=%s: add one, or change %s", r.Key, r.Value, r.Why)
 	case stageAffinity:
 		return "change the VMI's spec.affinity or label another node to match it"
 	case stageVirtHandler:

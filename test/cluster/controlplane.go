@@ -7,7 +7,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -109,6 +111,32 @@ func (c *Cluster) Stop() {
 		c.procs[i].stop()
 	}
 	c.procs = nil
+}
+
+// Pause stops (SIGSTOP) the named processes until the returned resume is called (SIGCONT), so a
+// benchmark measures its subject, not the cluster's own background work: kwok's node heartbeats
+// and leases, and the controllers and scheduler that follow them. Pausing neither the API server
+// nor etcd keeps every informer connected. A name the cluster did not start is an error.
+func (c *Cluster) Pause(names ...string) (resume func(), err error) {
+	var paused []*process
+	resume = func() {
+		for _, p := range paused {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+		}
+	}
+	for _, name := range names {
+		i := slices.IndexFunc(c.procs, func(p *process) bool { return p.name == name })
+		if i < 0 {
+			resume()
+			return nil, fmt.Errorf("no process %s to pause", name)
+		}
+		if err := syscall.Kill(-c.procs[i].cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+			resume()
+			return nil, fmt.Errorf("pausing %s: %w", name, err)
+		}
+		paused = append(paused, c.procs[i])
+	}
+	return resume, nil
 }
 
 // Check returns an error naming the first control-plane process that exited.

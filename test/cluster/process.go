@@ -64,6 +64,7 @@ func (p *process) stop() {
 	grace := p.grace
 	if done, _ := p.exited(); !done {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT) // a paused process acts on SIGTERM only once continued
 		select {
 		case <-p.done:
 		case <-time.After(grace):
