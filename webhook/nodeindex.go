@@ -22,7 +22,7 @@ type nodeIndex struct {
 	base     []uint64              // Ready ∧ not a witness
 	labels   map[label][]uint64    // nodes carrying key=value
 	keys     map[string][]uint64   // nodes carrying key, any value
-	taints   map[taintKey][]uint64 // nodes carrying a NoSchedule or NoExecute taint
+	taints   []taintSet // the nodes carrying each NoSchedule or NoExecute taint, in the order first seen
 	cordoned []uint64
 	allocs   []nodeAlloc // per node
 	vendors  []string    // per node, its CPU vendor label key (targetpod.VendorKey), "" for none
@@ -39,17 +39,19 @@ func (ix *nodeIndex) bindPods(pods *PodCache) {
 	ix.cells = pods.cellsOf(ix.nodes, ix.rooms)
 }
 
-type taintKey struct {
-	key, value string
-	effect     corev1.TaintEffect
+// taintSet is the nodes carrying one taint.
+type taintSet struct {
+	taint corev1.Taint
+	nodes []uint64
 }
 
 func newNodeIndex(nodes []*corev1.Node) *nodeIndex {
 	words := (len(nodes) + 63) / 64
 	ix := &nodeIndex{nodes: nodes, byName: make(map[string]int, len(nodes)), base: make([]uint64, words),
-		labels: map[label][]uint64{}, keys: map[string][]uint64{}, taints: map[taintKey][]uint64{}, cordoned: make([]uint64, words),
+		labels: map[label][]uint64{}, keys: map[string][]uint64{}, cordoned: make([]uint64, words),
 		allocs: make([]nodeAlloc, len(nodes)), vendors: make([]string, len(nodes))}
 	set := func(m func() []uint64, i int) { m()[i/64] |= 1 << (i % 64) }
+	taints := map[corev1.Taint]int{} // index in ix.taints, by key, value and effect
 	for i, n := range nodes {
 		if n == nil {
 			continue
@@ -69,11 +71,26 @@ func newNodeIndex(nodes []*corev1.Node) *nodeIndex {
 		}
 		for _, t := range n.Spec.Taints {
 			if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-				set(func() []uint64 { return lookupOrMake(ix.taints, taintKey{t.Key, t.Value, t.Effect}, words) }, i)
+				k := corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
+				j, ok := taints[k]
+				if !ok {
+					j, taints[k] = len(ix.taints), len(ix.taints)
+					ix.taints = append(ix.taints, taintSet{k, make([]uint64, words)})
+				}
+				set(func() []uint64 { return ix.taints[j].nodes }, i)
 			}
 		}
 	}
 	return ix
+}
+
+// position returns the position of the node named name; none for "" or a nil index.
+func (ix *nodeIndex) position(name string) (int, bool) {
+	if ix == nil || name == "" {
+		return -1, false
+	}
+	i, ok := ix.byName[name]
+	return i, ok
 }
 
 func lookupOrMake[K comparable](m map[K][]uint64, k K, words int) []uint64 {
@@ -123,10 +140,9 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 	if !tolerates(t.c.Tolerations, corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule) {
 		andNotWords(acc, ix.cordoned)
 	}
-	for tk, set := range ix.taints {
-		taint := corev1.Taint{Key: tk.key, Value: tk.value, Effect: tk.effect}
-		if !tolerated(t.c.Tolerations, &taint) {
-			andNotWords(acc, set)
+	for j := range ix.taints {
+		if ts := &ix.taints[j]; !tolerated(t.c.Tolerations, &ts.taint) {
+			andNotWords(acc, ts.nodes)
 		}
 	}
 	affinityDone := true
@@ -136,7 +152,7 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 			andWords(acc, scratch)
 		}
 	}
-	if i, ok := ix.byName[t.source]; ok && t.source != "" {
+	if i := t.sourceIx; i >= 0 {
 		acc[i/64] &^= 1 << (i % 64)
 	}
 	for _, name := range t.occupied { // KubeVirt's anti-affinity to the VMI's pods

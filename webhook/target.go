@@ -44,6 +44,7 @@ type target struct {
 	affinity       nodeaffinity.RequiredNodeAffinity
 	affinityParsed bool
 	source         string
+	sourceIx       int // the source's position in the node index, -1 when it has none
 	occupied       []string // the nodes of the VMI's pods
 	// requests is the target pod's (the source pod's) requests; nil when unknown (room is then
 	// not judged). demand is the same in amount units, in the scheduler's order.
@@ -71,8 +72,13 @@ func newTarget(in *CreateInput) (*target, string) {
 	if msg := selectorConflict(vmi, vmi.Spec.NodeSelector, vmim.Spec.AddedNodeSelector); msg != "" {
 		return nil, msg
 	}
-	t := &target{source: vmi.Status.NodeName, pods: in.Pods}
-	sourceNode := in.node(t.source)
+	t := &target{source: vmi.Status.NodeName, sourceIx: -1, pods: in.Pods}
+	var sourceNode *corev1.Node
+	if i, ok := in.index.position(t.source); ok {
+		t.sourceIx, sourceNode = i, in.index.nodes[i]
+	} else if in.index == nil {
+		sourceNode = in.node(t.source)
+	}
 	var sourcePod *corev1.Pod
 	if in.Pods != nil {
 		for _, p := range in.Pods.OfVMI(vmi.UID) {
@@ -83,10 +89,8 @@ func newTarget(in *CreateInput) (*target, string) {
 		}
 	}
 	tin := targetpod.Input{VMI: vmi, VMIM: vmim, KubeVirt: in.KubeVirt, SourceNode: sourceNode}
-	if in.index != nil {
-		if i, ok := in.index.byName[t.source]; ok {
-			tin.SourceVendor = &in.index.vendors[i]
-		}
+	if t.sourceIx >= 0 {
+		tin.SourceVendor = &in.index.vendors[t.sourceIx]
 	}
 	if sourcePod != nil {
 		tin.SourcePodSelector = sourcePod.Spec.NodeSelector
