@@ -19,10 +19,10 @@ import (
 type nodeIndex struct {
 	nodes    []*corev1.Node
 	byName   map[string]int
-	base     []uint64              // Ready ∧ not a witness
-	labels   map[label][]uint64    // nodes carrying key=value
-	keys     map[string][]uint64   // nodes carrying key, any value
-	taints   []taintSet // the nodes carrying each NoSchedule or NoExecute taint, in the order first seen
+	base     []uint64            // Ready ∧ not a witness
+	labels   map[label][]uint64  // nodes carrying key=value
+	keys     map[string][]uint64 // nodes carrying key, any value
+	taints   []taintSet          // the nodes carrying each NoSchedule or NoExecute taint, in the order first seen
 	cordoned []uint64
 	allocs   []nodeAlloc // per node
 	vendors  []string    // per node, its CPU vendor label key (targetpod.VendorKey), "" for none

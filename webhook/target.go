@@ -44,7 +44,7 @@ type target struct {
 	affinity       nodeaffinity.RequiredNodeAffinity
 	affinityParsed bool
 	source         string
-	sourceIx       int // the source's position in the node index, -1 when it has none
+	sourceIx       int      // the source's position in the node index, -1 when it has none
 	occupied       []string // the nodes of the VMI's pods
 	// requests is the target pod's (the source pod's) requests; nil when unknown (room is then
 	// not judged). demand is the same in amount units, in the scheduler's order.
