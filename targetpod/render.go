@@ -59,45 +59,46 @@ type Input struct {
 // must be set.
 func Render(in Input) Constraints {
 	vmi := in.VMI
-	r := renderer{sel: map[string]reason{}}
+	var buf [12]ranked // on the stack: a selector has a handful of keys
+	r := renderer(buf[:0])
 
 	// NewNodeSelectorRenderer: schedulable, architecture, cluster-wide, then the VMI's own (later
 	// copies win).
-	r.set(kubevirtv1.NodeSchedulable, "true", WhySchedulable)
+	r = r.set(kubevirtv1.NodeSchedulable, "true", WhySchedulable)
 	if a := vmi.Spec.Architecture; a != "" {
-		r.set(corev1.LabelArchStable, strings.ToLower(a), "the VMI's architecture")
+		r = r.set(corev1.LabelArchStable, strings.ToLower(a), "the VMI's architecture")
 	}
 	if kv := in.KubeVirt; kv != nil && kv.Spec.Configuration.DeveloperConfiguration != nil {
-		r.setAll(kv.Spec.Configuration.DeveloperConfiguration.NodeSelectors, "the KubeVirt CR's developerConfiguration.nodeSelectors")
+		r = r.setAll(kv.Spec.Configuration.DeveloperConfiguration.NodeSelectors, "the KubeVirt CR's developerConfiguration.nodeSelectors")
 	}
-	r.setAll(vmi.Spec.NodeSelector, "the VMI's nodeSelector")
+	r = r.setAll(vmi.Spec.NodeSelector, "the VMI's nodeSelector")
 	// Render's options (newNodeSelectorRenderer).
 	cpu := vmi.Spec.Domain.CPU
 	if vmi.IsCPUDedicated() {
-		r.set(kubevirtv1.CPUManager, "true", "the VMI's dedicated CPU placement")
+		r = r.set(kubevirtv1.CPUManager, "true", "the VMI's dedicated CPU placement")
 	}
 	if cpu != nil && cpu.Model != "" && cpu.Model != kubevirtv1.CPUModeHostModel && cpu.Model != kubevirtv1.CPUModeHostPassthrough {
-		r.set(kubevirtv1.CPUModelLabel+cpu.Model, "true", "the VMI's CPU model "+cpu.Model)
+		r = r.set(kubevirtv1.CPUModelLabel+cpu.Model, "true", "the VMI's CPU model "+cpu.Model)
 	}
 	if cpu != nil {
 		for _, f := range cpu.Features {
 			if f.Policy == "" || f.Policy == "require" {
-				r.set(kubevirtv1.CPUFeatureLabel+f.Name, "true", "the VMI's required CPU feature "+f.Name)
+				r = r.set(kubevirtv1.CPUFeatureLabel+f.Name, "true", "the VMI's required CPU feature "+f.Name)
 			}
 		}
 	}
 	if mt := machineType(vmi); mt != "" {
-		r.set(kubevirtv1.SupportedMachineTypeLabel+mt, "true", "the VMI's machine type "+mt)
+		r = r.set(kubevirtv1.SupportedMachineTypeLabel+mt, "true", "the VMI's machine type "+mt)
 	}
 	if vmi.IsRealtimeEnabled() {
-		r.set(kubevirtv1.RealtimeLabel, "true", "the VMI's realtime CPU")
+		r = r.set(kubevirtv1.RealtimeLabel, "true", "the VMI's realtime CPU")
 	}
 
 	// createTargetPod: the added node selector under the rendered one (a key both set keeps the
 	// rendered value).
 	for k, v := range in.VMIM.Spec.AddedNodeSelector {
-		if _, rendered := r.sel[k]; !rendered {
-			r.set(k, v, "spec.addedNodeSelector")
+		if !r.has(k) {
+			r = r.set(k, v, "spec.addedNodeSelector")
 		}
 	}
 	var notEvaluated []string
@@ -107,12 +108,12 @@ func Render(in Input) Constraints {
 			notEvaluated = append(notEvaluated, "the host-model CPU labels (the source node's "+kubevirtv1.HostModelCPULabel+"* label is not known)")
 		}
 		for _, k := range sortedKeys(hm) {
-			r.set(k, hm[k], "the source node's host-model CPU")
+			r = r.set(k, hm[k], "the source node's host-model CPU")
 		}
 	}
 	if !r.hasVendor() {
 		if k := in.sourceVendor(); k != "" {
-			r.set(k, "true", "the source node's CPU vendor")
+			r = r.set(k, "true", "the source node's CPU vendor")
 		}
 	}
 
@@ -122,23 +123,42 @@ func Render(in Input) Constraints {
 	return c
 }
 
-// renderer collects the node selector with the reason of each key.
-type renderer struct {
-	sel map[string]reason
+// renderer collects the node selector with the reason of each key, in a slice: a selector has a
+// handful of keys. Its methods return the grown slice, so a renderer backed by an array on the
+// caller's stack stays there.
+type renderer []ranked
+
+// ranked is a requirement and the rank of its reason.
+type ranked struct {
+	Requirement
+	rank int
 }
 
-// reason is a key's value, why it is required and that reason's rank.
-type reason struct {
-	value, why string
-	rank       int
+// set sets k to v for why; a later set of the same key wins, as in the pod's node selector map.
+func (r renderer) set(k, v, why string) renderer {
+	req := ranked{Requirement{Key: k, Value: v, Why: why}, rank(why)}
+	for i := range r {
+		if r[i].Key == k {
+			r[i] = req
+			return r
+		}
+	}
+	return append(r, req)
 }
 
-func (r *renderer) set(k, v, why string) { r.sel[k] = reason{v, why, rank(why)} }
+func (r renderer) has(k string) bool {
+	for i := range r {
+		if r[i].Key == k {
+			return true
+		}
+	}
+	return false
+}
 
 // hasVendor reports whether the selector already has a CPU vendor key (getCPUVendorLabelKey).
-func (r *renderer) hasVendor() bool {
-	for k := range r.sel {
-		if strings.HasPrefix(k, kubevirtv1.CPUModelVendorLabel) {
+func (r renderer) hasVendor() bool {
+	for i := range r {
+		if strings.HasPrefix(r[i].Key, kubevirtv1.CPUModelVendorLabel) {
 			return true
 		}
 	}
@@ -156,10 +176,11 @@ func (in *Input) sourceVendor() string {
 	return VendorKey(in.SourceNode.Labels)
 }
 
-func (r *renderer) setAll(m map[string]string, why string) {
+func (r renderer) setAll(m map[string]string, why string) renderer {
 	for k, v := range m {
-		r.set(k, v, why)
+		r = r.set(k, v, why)
 	}
+	return r
 }
 
 // rank orders the reasons for messages: the node's own fitness first, then what the user asked
@@ -178,25 +199,16 @@ func rank(why string) int {
 	return 4
 }
 
-func (r *renderer) ordered() []Requirement {
-	type ranked struct {
-		Requirement
-		rank int
-	}
-	var buf [8]ranked
-	rs := buf[:0]
-	for k, v := range r.sel {
-		rs = append(rs, ranked{Requirement{Key: k, Value: v.value, Why: v.why}, v.rank})
-	}
-	slices.SortFunc(rs, func(a, b ranked) int {
+func (r renderer) ordered() []Requirement {
+	slices.SortFunc(r, func(a, b ranked) int {
 		if d := a.rank - b.rank; d != 0 {
 			return d
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
-	out := make([]Requirement, len(rs))
-	for i := range rs {
-		out[i] = rs[i].Requirement
+	out := make([]Requirement, len(r))
+	for i := range r {
+		out[i] = r[i].Requirement
 	}
 	return out
 }

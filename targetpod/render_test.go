@@ -349,3 +349,27 @@ func TestRejectLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestSelectorKeysAreUnique checks that a key set twice is required once, with the value that
+// wins in virt-controller's node selector map: the VMI's nodeSelector over the KubeVirt CR's
+// developerConfiguration.nodeSelectors, the rendered selector over spec.addedNodeSelector. Fault
+// caught: a later set appended beside the earlier one (a requirement no node can meet).
+func TestSelectorKeysAreUnique(t *testing.T) {
+	kv := &kubevirtv1.KubeVirt{Spec: kubevirtv1.KubeVirtSpec{Configuration: kubevirtv1.KubeVirtConfiguration{
+		DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{NodeSelectors: map[string]string{"zone": "from-kubevirt", "tier": "gold"}}}}}
+	c := Render(Input{VMI: vmi(func(v *kubevirtv1.VirtualMachineInstance) { v.Spec.NodeSelector = map[string]string{"zone": "from-vmi"} }),
+		VMIM: vmim(map[string]string{"zone": "from-migration", "tier": "silver", "rack": "r1"}), KubeVirt: kv, SourceNode: sourceNode()})
+	got := map[string][]Requirement{}
+	for _, r := range c.Selector {
+		got[r.Key] = append(got[r.Key], r)
+	}
+	for key, want := range map[string]Requirement{
+		"zone": {Key: "zone", Value: "from-vmi", Why: "the VMI's nodeSelector"},
+		"tier": {Key: "tier", Value: "gold", Why: "the KubeVirt CR's developerConfiguration.nodeSelectors"},
+		"rack": {Key: "rack", Value: "r1", Why: "spec.addedNodeSelector"},
+	} {
+		if d := gocmp.Diff([]Requirement{want}, got[key]); d != "" {
+			t.Errorf("%s (-want +got):\n%s", key, d)
+		}
+	}
+}

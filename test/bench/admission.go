@@ -19,7 +19,7 @@ import (
 const (
 	admBlock   = 500 // reviews per block, a multiple of the 4 bodies a case cycles through
 	admWorkers = 4
-	admRounds  = 300 // blocks per case
+	admRounds  = 600 // blocks per case
 )
 
 // benchAdmission measures VMIM AdmissionReviews per second over HTTPS with keep-alive against
