@@ -357,7 +357,9 @@ func TestRejectLabels(t *testing.T) {
 func TestSelectorKeysAreUnique(t *testing.T) {
 	kv := &kubevirtv1.KubeVirt{Spec: kubevirtv1.KubeVirtSpec{Configuration: kubevirtv1.KubeVirtConfiguration{
 		DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{NodeSelectors: map[string]string{"zone": "from-kubevirt", "tier": "gold"}}}}}
-	c := Render(Input{VMI: vmi(func(v *kubevirtv1.VirtualMachineInstance) { v.Spec.NodeSelector = map[string]string{"zone": "from-vmi"} }),
+	c := Render(Input{VMI: vmi(func(v *kubevirtv1.VirtualMachineInstance) {
+		v.Spec.NodeSelector = map[string]string{"zone": "from-vmi"}
+	}),
 		VMIM: vmim(map[string]string{"zone": "from-migration", "tier": "silver", "rack": "r1"}), KubeVirt: kv, SourceNode: sourceNode()})
 	got := map[string][]Requirement{}
 	for _, r := range c.Selector {
