@@ -46,6 +46,7 @@ type target struct {
 	source         string
 	sourceIx       int      // the source's position in the node index, -1 when it has none
 	occupied       []string // the nodes of the VMI's pods
+	occupiedBuf    [2]string
 	// requests is the target pod's (the source pod's) requests; nil when unknown (room is then
 	// not judged). demand is the same in amount units, in the scheduler's order.
 	requests corev1.ResourceList
@@ -80,6 +81,7 @@ func newTarget(in *CreateInput) (*target, string) {
 		sourceNode = in.node(t.source)
 	}
 	var sourcePod *corev1.Pod
+	t.occupied = t.occupiedBuf[:0] // a running VMI has one pod, two while it migrates
 	if in.Pods != nil {
 		for _, p := range in.Pods.OfVMI(vmi.UID) {
 			t.occupied = append(t.occupied, p.Spec.NodeName)
