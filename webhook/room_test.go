@@ -3,7 +3,6 @@ package webhook
 import (
 	"fmt"
 	"math/bits"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,33 +68,16 @@ func TestRoomClassNeverKeepsAStaleOne(t *testing.T) {
 		pc := podCacheOf(pod)
 		ix := newNodeIndex(nodes)
 		ix.bindPods(pc)
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-						ix.hasRoom(0, pc, nil)
-					}
+		whileReading(func() { ix.hasRoom(0, pc, nil) }, func() {
+			for i := 2; i <= 40; i++ {
+				next := other("p", "node-0", fmt.Sprint(i), "1Gi")
+				if i == 40 {
+					next = other("p", "node-0", "60", "1Gi") // 4 cores free: bit length 12, the others 14 to 16
 				}
-			}()
-		}
-		last := other("p", "node-0", "60", "1Gi") // 4 cores free: bit length 12, the others 14 to 16
-		for i := 2; i <= 40; i++ {
-			next := other("p", "node-0", fmt.Sprint(i), "1Gi")
-			if i == 40 {
-				next = last
+				_ = pc.store().Update(next)
+				pc.forget(next)
 			}
-			_ = pc.store().Update(next)
-			pc.forget(next)
-		}
-		close(stop)
-		wg.Wait()
+		})
 		want := classOf(&ix.allocs[0], &NodeUsage{Pods: 1, Requests: amountsOf(corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse("60"), corev1.ResourceMemory: resource.MustParse("1Gi")})})
 		if got := roomClass(ix.rooms[0].Load()); got != 0 && got != want {

@@ -102,29 +102,13 @@ func TestUsageNeverKeepsAStaleSum(t *testing.T) {
 		pod := other("p", "node-0", "1", "1Gi")
 		pc := podCacheOf(pod)
 		cell := pc.cell("node-0")
-		var wg sync.WaitGroup
-		stop := make(chan struct{})
-		for range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-						pc.usageOf(cell)
-					}
-				}
-			}()
-		}
-		for i := 2; i <= 50; i++ {
-			next := other("p", "node-0", fmt.Sprint(i), "1Gi")
-			_ = pc.store().Update(next)
-			pc.forget(next)
-		}
-		close(stop)
-		wg.Wait()
+		whileReading(func() { pc.usageOf(cell) }, func() {
+			for i := 2; i <= 50; i++ {
+				next := other("p", "node-0", fmt.Sprint(i), "1Gi")
+				_ = pc.store().Update(next)
+				pc.forget(next)
+			}
+		})
 		want := resource.MustParse("50")
 		if got := pc.usageOf(cell).Requests.get(corev1.ResourceCPU, slot(corev1.ResourceCPU)); got != amount(corev1.ResourceCPU, want) {
 			t.Fatalf("round %d: cpu used %d after the last event, want %d: a sum from before an event was kept", round, got, amount(corev1.ResourceCPU, want))
@@ -160,4 +144,27 @@ func TestPodRequestsAsTheScheduler(t *testing.T) {
 			t.Errorf("%s: podRequests %v, PodRequests %v", name, got, want)
 		}
 	}
+}
+
+// whileReading runs read in a loop on two goroutines while events runs, and stops them after it.
+func whileReading(read, events func()) {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					read()
+				}
+			}
+		}()
+	}
+	events()
+	close(stop)
+	wg.Wait()
 }
