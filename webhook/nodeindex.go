@@ -15,7 +15,9 @@ import (
 // node (in the snapshot's order) for what does not depend on the request (Ready, not a witness),
 // and bit sets per node label, per label key, per NoSchedule/NoExecute taint and for cordoned
 // nodes, combined per request into the nodes that pass the label, taint, cordon and required
-// node affinity checks. Built once per node snapshot; immutable afterwards.
+// node affinity checks. Built once per node snapshot; immutable afterwards, but for the room
+// classes (see roomClass) that reviews learn and pod events clear, which rule out full nodes
+// without reading their usage.
 type nodeIndex struct {
 	nodes    []*corev1.Node
 	byName   map[string]int
