@@ -328,16 +328,19 @@ func dnsSubdomain(s string) bool {
 	}
 }
 
+// reads reports whether pods is the pod cache ix reads usage and room classes from.
+func (ix *nodeIndex) reads(pods PodView) bool { return ix.pods != nil && pods == PodView(ix.pods) }
+
 // lacksRoom reports whether node i's room class, learnt by an earlier hasRoom, says it surely
 // cannot hold need; false when its class is not known or pods is not the pod cache ix reads.
 func (ix *nodeIndex) lacksRoom(i int, pods PodView, need roomClass) bool {
-	return ix.rooms != nil && pods == PodView(ix.pods) && roomClass(ix.rooms[i].Load()).lacks(need)
+	return ix.rooms != nil && ix.reads(pods) && roomClass(ix.rooms[i].Load()).lacks(need)
 }
 
 // hasRoom reports whether node i can hold demand (fits), reading its usage as pods sees it: from
 // its cell when pods is the pod cache ix reads (and then learning its room class), else by name.
 func (ix *nodeIndex) hasRoom(i int, pods PodView, demand []demand) bool {
-	if ix.cells != nil && ix.cells[i] != nil && pods == PodView(ix.pods) {
+	if ix.cells != nil && ix.cells[i] != nil && ix.reads(pods) {
 		c := ix.cells[i]
 		u := ix.pods.usageOf(c)
 		c.learn(u, classOf(&ix.allocs[i], &u.NodeUsage))

@@ -74,11 +74,9 @@ func newTarget(in *CreateInput) (*target, string) {
 		return nil, msg
 	}
 	t := &target{source: vmi.Status.NodeName, sourceIx: -1, pods: in.Pods}
-	var sourceNode *corev1.Node
+	sourceNode := in.node(t.source)
 	if i, ok := in.index.position(t.source); ok {
-		t.sourceIx, sourceNode = i, in.index.nodes[i]
-	} else if in.index == nil {
-		sourceNode = in.node(t.source)
+		t.sourceIx = i
 	}
 	var sourcePod *corev1.Pod
 	t.occupied = t.occupiedBuf[:0] // a running VMI has one pod, two while it migrates
@@ -223,7 +221,7 @@ func (in *CreateInput) node(name string) *corev1.Node {
 		return nil
 	}
 	if in.index != nil {
-		if i, ok := in.index.byName[name]; ok {
+		if i, ok := in.index.position(name); ok {
 			return in.index.nodes[i]
 		}
 		return nil
@@ -243,11 +241,9 @@ type demand struct {
 	want int64
 }
 
-// demandOf lists req in the scheduler's order (cpu, memory, ephemeral-storage, then the others by
-// name), leaving out zero requests, which the scheduler does not check.
-func demandOf(req corev1.ResourceList) []demand { return appendDemand(nil, req) }
-
-// appendDemand appends demandOf(req) to out.
+// appendDemand appends to out what req asks for, in the scheduler's order (cpu, memory,
+// ephemeral-storage, then the others by name), leaving out zero requests, which the scheduler does
+// not check.
 func appendDemand(out []demand, req corev1.ResourceList) []demand {
 	start := len(out)
 	for _, n := range [...]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {

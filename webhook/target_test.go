@@ -223,7 +223,7 @@ func TestFits(t *testing.T) {
 		{req: corev1.ResourceList{"devices.kubevirt.io/vhost-net": q("0")}},
 	}
 	for _, tc := range tests {
-		res, free, ok := fits(demandOf(tc.req), &na, &used)
+		res, free, ok := fits(appendDemand(nil, tc.req), &na, &used)
 		got := quantity(res, free)
 		if ok != (tc.res == "") || res != tc.res || (!ok && got.String() != tc.free) {
 			t.Errorf("fits(%v) = %s, %s, %v; want %q free %s", tc.req, res, got.String(), ok, tc.res, tc.free)
