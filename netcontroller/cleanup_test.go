@@ -1,6 +1,7 @@
 package netcontroller
 
 import (
+	"github.com/migranet/migranet/settings"
 	"context"
 	"fmt"
 	"net/netip"
@@ -100,14 +101,14 @@ func TestCleanupWaitsForReady(t *testing.T) {
 	r := cleanupController(api)
 	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
 	ctx := context.Background()
-	if err := r.cleanOnce(ctx, &Snapshot{Hash: "h1", Reason: ReasonNodesNotAttached}, in); err != nil {
+	if err := r.cleanOnce(ctx, &settings.Snapshot{Hash: "h1", Reason: ReasonNodesNotAttached}, in); err != nil {
 		t.Fatal(err)
 	}
 	if api.poolLists != 0 || len(api.deleted) != 0 {
 		t.Fatalf("while rolling out: %d pool lists, deleted %q; want none", api.poolLists, api.deleted)
 	}
 	for range 2 {
-		if err := r.cleanOnce(ctx, &Snapshot{Hash: "h1", Ready: true}, in); err != nil {
+		if err := r.cleanOnce(ctx, &settings.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,9 +26,9 @@ func TestObserveClusterNetwork(t *testing.T) {
 	}
 	pod := func(name, node, ip string) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{VirtHandlerLabel: VirtHandlerValue},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{settings.VirtHandlerLabel: settings.VirtHandlerValue},
 				Annotations: map[string]string{
-					NetworksAnnotation:                  nad + "@" + MigrationInterface,
+					settings.NetworksAnnotation:                  nad + "@" + settings.MigrationInterface,
 					"k8s.v1.cni.cncf.io/network-status": `[{"name":"kubevirt/` + nad + `","interface":"migration0","ips":["` + ip + `"]}]`,
 				}},
 			Spec:   corev1.PodSpec{NodeName: node},

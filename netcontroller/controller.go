@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/migranet/migranet/settings/status"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -28,13 +30,10 @@ const (
 	ReasonPodNetwork       = "PodNetwork"
 	ReasonNotApplied       = "NotApplied"
 	ReasonNodesNotAttached = "NodesNotAttached"
-	ReasonKubeVirtNotReady = "KubeVirtNotReady"
 	ReasonInvalidValue     = "InvalidValue"
 	ReasonSufficient       = "Sufficient"
 	ReasonLowCapacity      = "LowCapacity"
 	fieldManager           = "migranet-netcontroller"
-	// KubeVirtReadyReason is the reason of KubeVirt's Available condition once every component is ready.
-	KubeVirtReadyReason = "AllComponentsReady"
 )
 
 // Controller observes the migration network (see the package documentation).
@@ -70,7 +69,7 @@ func watchNetwork(b *builder.Builder, kubevirtNamespace string) *builder.Builder
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
 	})
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == kubevirtNamespace })
-	isHandler := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[VirtHandlerLabel] == VirtHandlerValue })
+	isHandler := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[settings.VirtHandlerLabel] == settings.VirtHandlerValue })
 	return b.For(&v1beta1.Setting{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetName() == v1beta1.MigrationNetwork
 	}))).
@@ -83,7 +82,7 @@ func watchNetwork(b *builder.Builder, kubevirtNamespace string) *builder.Builder
 func settingKey() metav1.ObjectMeta { return metav1.ObjectMeta{Name: v1beta1.MigrationNetwork} }
 
 // observeSetting reads, from the cache, what an observation needs and judges it.
-func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*Snapshot, Input, *settings.MigrationNetwork, Observation, error) {
+func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*settings.Snapshot, Input, *settings.MigrationNetwork, Observation, error) {
 	in, kv, m, err := gather(ctx, c, kubevirtNamespace, s)
 	if err != nil {
 		return nil, in, nil, Observation{}, err
@@ -110,7 +109,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	conds, fields, capacity := statusOf(snap, m, obs)
 	r.Metrics.observed(snap, capacity)
 	r.recordTransitions(s, conds)
-	err = settings.ApplyStatus(ctx, r.Client, s, fieldManager, conds, fields)
+	err = status.ApplyStatus(ctx, r.Client, s, fieldManager, conds, fields)
 	r.Metrics.step(StepStatus, err)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -120,7 +119,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // statusOf is the network part of the setting's status: the Ready condition, and IPCapacity with
 // the capacity when a migration network is configured; the nodes and capacity fields.
-func statusOf(snap *Snapshot, m *settings.MigrationNetwork, obs Observation) ([]metav1.Condition, map[string]any, *v1beta1.IPCapacity) {
+func statusOf(snap *settings.Snapshot, m *settings.MigrationNetwork, obs Observation) ([]metav1.Condition, map[string]any, *v1beta1.IPCapacity) {
 	ready := metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: snap.Reason, Message: snap.Message}
 	if snap.Ready {
 		ready.Status = metav1.ConditionTrue
@@ -138,7 +137,7 @@ func statusOf(snap *Snapshot, m *settings.MigrationNetwork, obs Observation) ([]
 }
 
 // cleanOnce removes stale whereabouts pools once per applied value, when the network is Ready.
-func (r *Controller) cleanOnce(ctx context.Context, snap *Snapshot, in Input) error {
+func (r *Controller) cleanOnce(ctx context.Context, snap *settings.Snapshot, in Input) error {
 	if r.APIReader == nil || !snap.Ready {
 		return nil
 	}
@@ -178,7 +177,7 @@ func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v
 		in.Nodes = append(in.Nodes, &nodes.Items[i])
 	}
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(kubevirtNamespace), client.MatchingLabels{VirtHandlerLabel: VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, pods, client.InNamespace(kubevirtNamespace), client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, nil, err
 	}
 	for i := range pods.Items {
@@ -197,12 +196,12 @@ func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v
 }
 
 // judge turns an observation into the snapshot and the Ready condition's reason and message.
-func judge(s *v1beta1.Setting, m *settings.MigrationNetwork, kv *kubevirtv1.KubeVirt, obs Observation) *Snapshot {
-	snap := &Snapshot{Configured: m != nil, AppliedHash: s.Status.AppliedHash, Eligible: obs.Eligible, Attached: obs.Attached}
+func judge(s *v1beta1.Setting, m *settings.MigrationNetwork, kv *kubevirtv1.KubeVirt, obs Observation) *settings.Snapshot {
+	snap := &settings.Snapshot{Configured: m != nil, AppliedHash: s.Status.AppliedHash, Eligible: obs.Eligible, Attached: obs.Attached}
 	if m != nil {
 		snap.Hash, snap.Network, snap.ClusterNetwork = m.Hash(), settings.NADName(m.Hash()), m.ClusterNetwork
 	}
-	kvReady, kvWhy := KubeVirtReady(kv)
+	kvReady, kvWhy := settings.KubeVirtReady(kv)
 	switch {
 	case m == nil && settings.EffectiveValue(s) != "":
 		snap.Reason, snap.Message = ReasonInvalidValue, "the setting's value does not parse; fix it with kubectl edit"
@@ -212,7 +211,7 @@ func judge(s *v1beta1.Setting, m *settings.MigrationNetwork, kv *kubevirtv1.Kube
 		snap.Reason = ReasonNodesNotAttached
 		snap.Message = fmt.Sprintf("%d of %d virt-handlers are on the migration network %s", obs.Attached, obs.Eligible, snap.Network)
 	case !kvReady:
-		snap.Reason, snap.Message = ReasonKubeVirtNotReady, kvWhy
+		snap.Reason, snap.Message = settings.ReasonKubeVirtNotReady, kvWhy
 	case m == nil:
 		snap.Ready, snap.Reason, snap.Message = true, ReasonPodNetwork, "no migration network configured: migrations use the pod network"
 	default:
@@ -220,23 +219,6 @@ func judge(s *v1beta1.Setting, m *settings.MigrationNetwork, kv *kubevirtv1.Kube
 		snap.Message = fmt.Sprintf("all %d eligible virt-handlers are on the migration network %s", obs.Eligible, snap.Network)
 	}
 	return snap
-}
-
-// KubeVirtReady reports whether the KubeVirt CR is Available with reason AllComponentsReady, and
-// if not, why (the CR's own reason and message).
-func KubeVirtReady(kv *kubevirtv1.KubeVirt) (bool, string) {
-	if kv == nil {
-		return false, "no KubeVirt CR found"
-	}
-	for _, c := range kv.Status.Conditions {
-		if c.Type == kubevirtv1.KubeVirtConditionAvailable {
-			if c.Status == corev1.ConditionTrue && c.Reason == KubeVirtReadyReason {
-				return true, ""
-			}
-			return false, fmt.Sprintf("KubeVirt is not ready: Available=%s, %s: %s", c.Status, c.Reason, c.Message)
-		}
-	}
-	return false, "KubeVirt is not ready: the KubeVirt CR has no Available condition yet"
 }
 
 // capacityOf counts the range's addresses and judges whether enough are free: fewer than 10 %
@@ -262,7 +244,7 @@ func capacityOf(m *settings.MigrationNetwork, obs Observation) (metav1.Condition
 // changes only the message and emits nothing.
 func (r *Controller) recordTransitions(s *v1beta1.Setting, conds []metav1.Condition) {
 	for _, c := range conds {
-		if settings.ConditionChanged(s.Status.Conditions, c) {
+		if status.ConditionChanged(s.Status.Conditions, c) {
 			r.Recorder.Event(s, eventType(c), c.Reason, c.Message)
 		}
 	}

@@ -1,6 +1,7 @@
 package netcontroller
 
 import (
+	"github.com/migranet/migranet/settings"
 	"context"
 	"fmt"
 	"math/big"
@@ -43,7 +44,7 @@ type Allocation struct {
 // namespace that no longer exists: the only holder whose addresses migranet gives back.
 func goneVirtHandler(podRef, namespace string, podExists func(namespace, name string) bool) bool {
 	ns, name, ok := strings.Cut(podRef, "/")
-	return ok && ns == namespace && strings.HasPrefix(name, VirtHandlerValue+"-") && !podExists(ns, name)
+	return ok && ns == namespace && strings.HasPrefix(name, settings.VirtHandlerValue+"-") && !podExists(ns, name)
 }
 
 // StalePools names the pools migranet's virt-handlers left behind: pools whose range is not the

@@ -3,6 +3,8 @@ package netcontroller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/migranet/migranet/settings/status"
+
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -16,7 +18,7 @@ const (
 	MetricForeign    = "migranet_migration_network_foreign_attachments"
 )
 
-// Steps of the network controller, counted in settings.MetricReconcileSteps.
+// Steps of the network controller, counted in status.MetricReconcileSteps.
 const (
 	ControllerName = "netcontroller"
 	StepObserve    = "observe" // reading nodes, virt-handler pods and the KubeVirt CR from the cache
@@ -28,7 +30,7 @@ const (
 // observation. The gauges exist only once an observation was made, so a replica that is not the
 // leader (and observes nothing) exports none of them. A nil *Metrics records nothing.
 type Metrics struct {
-	steps      *settings.Metrics
+	steps      *status.Metrics
 	ready      *prometheus.GaugeVec
 	configured *prometheus.GaugeVec
 	nodes      *prometheus.GaugeVec
@@ -39,7 +41,7 @@ type Metrics struct {
 // NewMetrics creates the collectors and registers them with reg (nil: not registered), reusing
 // any registered before by another instance.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	steps, err := settings.NewMetrics(reg)
+	steps, err := status.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +59,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{&m.addresses, MetricAddresses, "Addresses of the migration range: assignable (kind=usable) and held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report); absent while no migration network is configured.", []string{"kind"}},
 	}
 	for _, g := range gauges {
-		vec, err := settings.RegisterOrReuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, g.labels))
+		vec, err := status.RegisterOrReuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, g.labels))
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +86,7 @@ func (m *Metrics) step(step string, err error) {
 
 // observed sets the gauges from a snapshot and, when a migration network is configured, its
 // capacity; with none configured the node and address series are removed.
-func (m *Metrics) observed(snap *Snapshot, capacity *v1beta1.IPCapacity) {
+func (m *Metrics) observed(snap *settings.Snapshot, capacity *v1beta1.IPCapacity) {
 	if m == nil || snap == nil {
 		return
 	}

@@ -1,10 +1,13 @@
 package netcontroller
 
 import (
+	"github.com/migranet/migranet/settings"
 	"errors"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/migranet/migranet/settings/status"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -12,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -29,7 +31,7 @@ func observeInto(t *testing.T, m *Metrics, value string, pods ...*corev1.Pod) []
 	if mn != nil {
 		in.Network, in.Range = "net-a", netip.MustParsePrefix("192.168.100.0/24")
 	}
-	snap := judge(s, mn, kubeVirt("True", KubeVirtReadyReason), Observe(in))
+	snap := judge(s, mn, kubeVirt("True", settings.KubeVirtReadyReason), Observe(in))
 	conds, _, capacity := statusOf(snap, mn, Observe(in))
 	m.observed(snap, capacity)
 	return conds
@@ -114,7 +116,7 @@ func TestGaugesAbsentBeforeTheFirstObservation(t *testing.T) {
 	if n := testutil.CollectAndCount(m.ready) + testutil.CollectAndCount(m.nodes); n != 0 {
 		t.Errorf("counting a step created %d gauge series", n)
 	}
-	steps, err := testutil.GatherAndCount(reg, settings.MetricReconcileSteps)
+	steps, err := testutil.GatherAndCount(reg, status.MetricReconcileSteps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestNilMetricsIsSafe(t *testing.T) {
 	var m *Metrics
 	m.init()
 	m.step(StepObserve, nil)
-	m.observed(&Snapshot{Configured: true, Ready: true}, &v1beta1.IPCapacity{Usable: 1})
+	m.observed(&settings.Snapshot{Configured: true, Ready: true}, &v1beta1.IPCapacity{Usable: 1})
 }
 
 func TestEventsOnTransitionsOnly(t *testing.T) {
@@ -148,7 +150,7 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 			{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "all 3"},
 		}, []string{"Normal AllNodesAttached all 3"}},
 		{"KubeVirt breaks and capacity runs low", []metav1.Condition{
-			{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonKubeVirtNotReady, Message: "kv"},
+			{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: settings.ReasonKubeVirtNotReady, Message: "kv"},
 			{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionFalse, Reason: ReasonLowCapacity, Message: "only 1"},
 		}, []string{"Warning KubeVirtNotReady kv", "Warning LowCapacity only 1"}},
 	}
@@ -198,7 +200,7 @@ func TestRolloutStartIsNormal(t *testing.T) {
 func TestStatusOfFields(t *testing.T) {
 	m := parse(t, valueA)
 	nodes := []v1beta1.NodeMigrationStatus{{Name: "n1", IP: "192.168.100.2"}, {Name: "n2", Reason: ReasonNoPod}}
-	_, fields, capacity := statusOf(&Snapshot{}, m, Observation{Nodes: nodes, Used: 1})
+	_, fields, capacity := statusOf(&settings.Snapshot{}, m, Observation{Nodes: nodes, Used: 1})
 	if got, ok := fields["nodes"].([]v1beta1.NodeMigrationStatus); !ok || len(got) != 2 || got[0].IP != "192.168.100.2" {
 		t.Errorf("nodes field = %#v, want the two observed nodes", fields["nodes"])
 	}
@@ -206,7 +208,7 @@ func TestStatusOfFields(t *testing.T) {
 	if capacity == nil || *capacity != (v1beta1.IPCapacity{Usable: 254, Used: 1, Free: 253}) || fields["capacity"] != capacity {
 		t.Errorf("capacity = %+v (field %v), want 254/1/253", capacity, fields["capacity"])
 	}
-	_, fields, capacity = statusOf(&Snapshot{}, nil, Observation{})
+	_, fields, capacity = statusOf(&settings.Snapshot{}, nil, Observation{})
 	if fields["nodes"] != nil || fields["capacity"] != nil || capacity != nil {
 		t.Errorf("disabled: fields %#v, capacity %v; want untyped nils", fields, capacity)
 	}

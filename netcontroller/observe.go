@@ -11,14 +11,6 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// Pod annotations and names that describe a virt-handler's extra networks.
-const (
-	NetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
-	MigrationInterface = "migration0"
-	VirtHandlerLabel   = "kubevirt.io"
-	VirtHandlerValue   = "virt-handler"
-)
-
 // Reasons a node is not attached to the migration network.
 const (
 	ReasonNoPod       = "NoPod"
@@ -120,7 +112,7 @@ func nodeStatus(node string, pods []*corev1.Pod, in Input) v1beta1.NodeMigration
 
 // requestsNetwork reports whether the pod asks Multus for namespace/name as migration0.
 func requestsNetwork(p *corev1.Pod, namespace, name string) bool {
-	raw := p.Annotations[NetworksAnnotation]
+	raw := p.Annotations[settings.NetworksAnnotation]
 	if raw == "" {
 		return false
 	}
@@ -129,7 +121,7 @@ func requestsNetwork(p *corev1.Pod, namespace, name string) bool {
 		return false
 	}
 	for _, e := range elems {
-		if e.Name == name && e.Namespace == namespace && e.InterfaceRequest == MigrationInterface {
+		if e.Name == name && e.Namespace == namespace && e.InterfaceRequest == settings.MigrationInterface {
 			return true
 		}
 	}
@@ -143,7 +135,7 @@ func migrationAddr(p *corev1.Pod) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	for _, s := range statuses {
-		if s.Interface != MigrationInterface {
+		if s.Interface != settings.MigrationInterface {
 			continue
 		}
 		for _, ip := range s.IPs {

@@ -3,6 +3,8 @@ package netcontroller
 import (
 	"context"
 
+	"github.com/migranet/migranet/settings"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,7 +15,7 @@ import (
 // informers: migranet preflight reads it from the API server, so that it judges networkReady on
 // the same snapshot the admission webhook would build. A missing setting is observed as "no
 // migration network", as the Observer does.
-func ObserveOnce(ctx context.Context, r client.Reader, kubevirtNamespace string) (*Snapshot, error) {
+func ObserveOnce(ctx context.Context, r client.Reader, kubevirtNamespace string) (*settings.Snapshot, error) {
 	s := &v1beta1.Setting{}
 	if err := r.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); apierrors.IsNotFound(err) {
 		s = &v1beta1.Setting{ObjectMeta: settingKey()}
@@ -25,8 +27,8 @@ func ObserveOnce(ctx context.Context, r client.Reader, kubevirtNamespace string)
 }
 
 // StoreOf returns a Store holding snap, for a one-off evaluation outside the manager.
-func StoreOf(snap *Snapshot) *Store {
-	s := &Store{}
-	s.publish(snap)
+func StoreOf(snap *settings.Snapshot) *settings.Store {
+	s := &settings.Store{}
+	s.Publish(snap)
 	return s
 }

@@ -1,6 +1,7 @@
 package netcontroller
 
 import (
+	"github.com/migranet/migranet/settings"
 	"net/netip"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func handlerPod(name, nodeName, networks, ip string, ready bool) *corev1.Pod {
 		Spec:       corev1.PodSpec{NodeName: nodeName},
 	}
 	if networks != "" {
-		p.Annotations[NetworksAnnotation] = networks
+		p.Annotations[settings.NetworksAnnotation] = networks
 	}
 	if ip != "" {
 		p.Annotations["k8s.v1.cni.cncf.io/network-status"] = `[{"name":"pod","interface":"eth0","default":true},` +
@@ -107,7 +108,7 @@ func TestObserve(t *testing.T) {
 }
 
 func TestJudgeAndCapacity(t *testing.T) {
-	ready := kubeVirt("True", KubeVirtReadyReason)
+	ready := kubeVirt("True", settings.KubeVirtReadyReason)
 	cases := []struct {
 		name, value, applied string
 		kvStatus, kvReason   string
@@ -115,13 +116,13 @@ func TestJudgeAndCapacity(t *testing.T) {
 		wantReady            bool
 		wantReason           string
 	}{
-		{"disabled and KubeVirt ready", "", "", "True", KubeVirtReadyReason, Observation{}, true, ReasonPodNetwork},
-		{"disabled, KubeVirt updating", "", "", "True", "UpdateInProgress", Observation{}, false, ReasonKubeVirtNotReady},
-		{"invalid stored value", "{", "", "True", KubeVirtReadyReason, Observation{}, false, ReasonInvalidValue},
-		{"not applied yet", valueA, "", "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, false, ReasonNotApplied},
-		{"nodes still rolling", valueA, hashA, "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 2}, false, ReasonNodesNotAttached},
-		{"attached but KubeVirt not available", valueA, hashA, "False", "DeploymentInProgress", Observation{Eligible: 3, Attached: 3}, false, ReasonKubeVirtNotReady},
-		{"ready", valueA, hashA, "True", KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, true, ReasonReady},
+		{"disabled and KubeVirt ready", "", "", "True", settings.KubeVirtReadyReason, Observation{}, true, ReasonPodNetwork},
+		{"disabled, KubeVirt updating", "", "", "True", "UpdateInProgress", Observation{}, false, settings.ReasonKubeVirtNotReady},
+		{"invalid stored value", "{", "", "True", settings.KubeVirtReadyReason, Observation{}, false, ReasonInvalidValue},
+		{"not applied yet", valueA, "", "True", settings.KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, false, ReasonNotApplied},
+		{"nodes still rolling", valueA, hashA, "True", settings.KubeVirtReadyReason, Observation{Eligible: 3, Attached: 2}, false, ReasonNodesNotAttached},
+		{"attached but KubeVirt not available", valueA, hashA, "False", "DeploymentInProgress", Observation{Eligible: 3, Attached: 3}, false, settings.ReasonKubeVirtNotReady},
+		{"ready", valueA, hashA, "True", settings.KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, true, ReasonReady},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,10 +134,10 @@ func TestJudgeAndCapacity(t *testing.T) {
 			}
 		})
 	}
-	if ok, _ := KubeVirtReady(ready); !ok {
+	if ok, _ := settings.KubeVirtReady(ready); !ok {
 		t.Error("KubeVirtReady(Available/AllComponentsReady) = false")
 	}
-	if ok, why := KubeVirtReady(nil); ok || why == "" {
+	if ok, why := settings.KubeVirtReady(nil); ok || why == "" {
 		t.Errorf("KubeVirtReady(nil) = %v %q, want false with a reason", ok, why)
 	}
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/migranet/migranet/settings"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +28,7 @@ type Observer struct {
 	Client            client.Client
 	KubeVirtNamespace string
 	// Snapshots receives every observation.
-	Snapshots *Store
+	Snapshots *settings.Store
 }
 
 // SetupWithManager runs the observer on every replica (no leader election), with one observation
@@ -52,7 +54,7 @@ func (o *Observer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	o.Snapshots.publish(snap)
+	o.Snapshots.Publish(snap)
 	return reconcile.Result{}, nil
 }
 

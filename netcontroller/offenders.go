@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/migranet/migranet/settings/status"
+
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/migranet/migranet/guard"
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/guard"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -97,7 +99,7 @@ func (o *Offenders) Scan(ctx context.Context, names []string) error {
 		return client.IgnoreNotFound(err)
 	}
 	cond := ExclusiveCondition(o.KubeVirtNamespace, names, pods, vmis)
-	return settings.ApplyStatus(ctx, o.Client, s, guardFieldManager, []metav1.Condition{cond}, nil)
+	return status.ApplyStatus(ctx, o.Client, s, guardFieldManager, []metav1.Condition{cond}, nil)
 }
 
 // ExclusiveCondition says whether only virt-handlers attach the migration NADs names; pods and

@@ -1,13 +1,7 @@
 package settings
 
 import (
-	"context"
-	"fmt"
-	"strings"
-
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -37,42 +31,4 @@ func EffectiveNetwork(s *v1beta1.Setting) Effective {
 	}
 	h := m.Hash()
 	return Effective{Network: m, Hash: h, NAD: NADName(h)}
-}
-
-// KubeVirtCR reads the KubeVirt CR in force from namespace: nil, nil when there is none.
-// KubeVirt allows one CR (virt-operator refuses to create a second), but a race or a bypassed
-// webhook can leave several: then the oldest one (creation time, then name) is the CR in force,
-// whatever order the list comes in, so every migranet component agrees on it. opts are added to
-// the List (e.g. client.UnsafeDisableDeepCopy for a read-only look at a cache).
-func KubeVirtCR(ctx context.Context, r client.Reader, namespace string, opts ...client.ListOption) (*kubevirtv1.KubeVirt, error) {
-	kvs := &kubevirtv1.KubeVirtList{}
-	if err := r.List(ctx, kvs, append([]client.ListOption{client.InNamespace(namespace)}, opts...)...); err != nil {
-		return nil, fmt.Errorf("listing KubeVirt CRs in %s: %w", namespace, err)
-	}
-	return OldestKubeVirt(kvs.Items), nil
-}
-
-// OldestKubeVirt is the CR in force among items (see KubeVirtCR); nil for none.
-func OldestKubeVirt(items []kubevirtv1.KubeVirt) *kubevirtv1.KubeVirt {
-	ptrs := make([]*kubevirtv1.KubeVirt, len(items))
-	for i := range items {
-		ptrs[i] = &items[i]
-	}
-	return OldestKubeVirtOf(ptrs)
-}
-
-// OldestKubeVirtOf is OldestKubeVirt over pointers (an informer store's objects); nil entries are
-// skipped.
-func OldestKubeVirtOf(kvs []*kubevirtv1.KubeVirt) *kubevirtv1.KubeVirt {
-	var in *kubevirtv1.KubeVirt
-	for _, kv := range kvs {
-		if kv == nil {
-			continue
-		}
-		if in == nil || kv.CreationTimestamp.Before(&in.CreationTimestamp) ||
-			kv.CreationTimestamp.Equal(&in.CreationTimestamp) && strings.Compare(kv.Name, in.Name) < 0 {
-			in = kv
-		}
-	}
-	return in
 }

@@ -9,26 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Rule names one migration admission rule of the migration-policy setting.
-type Rule string
-
-// The migration admission rules. Rules 1–3 judge the cluster and may be skipped for the users in
-// exemptUsers (e.g. an evacuation controller that must move VMs whatever the cluster's state);
-// vmiState and postCopyCancel protect the VM itself and apply to everyone.
-const (
-	// RuleKubeVirtReady (1): the KubeVirt CR is Available with reason AllComponentsReady.
-	RuleKubeVirtReady Rule = "kubevirtReady"
-	// RuleNetworkReady (2): a configured migration network is applied and every eligible
-	// virt-handler is on it.
-	RuleNetworkReady Rule = "networkReady"
-	// RuleFeasibleTarget (3): some node other than the VMI's current one can receive it.
-	RuleFeasibleTarget Rule = "feasibleTarget"
-	// RuleVMIState (4): the VMI exists and has no migration in flight.
-	RuleVMIState Rule = "vmiState"
-	// RulePostCopyCancel: a migration in post-copy is not cancelled (its VMIM not deleted).
-	RulePostCopyCancel Rule = "postCopyCancel"
-)
-
 // Mode is what a rule does when it is violated.
 type Mode string
 
@@ -42,17 +22,8 @@ const (
 	ModeOff Mode = "off"
 )
 
-// Rules lists every rule, in the order the admission webhook evaluates them.
-var Rules = []Rule{RuleKubeVirtReady, RuleNetworkReady, RuleFeasibleTarget, RuleVMIState, RulePostCopyCancel}
-
 // Modes lists every mode.
 var Modes = []Mode{ModeEnforce, ModeWarn, ModeOff}
-
-// Exemptable reports whether users in exemptUsers skip r: true for rules 1–3 (kubevirtReady,
-// networkReady, feasibleTarget), false for vmiState and postCopyCancel.
-func (r Rule) Exemptable() bool {
-	return r == RuleKubeVirtReady || r == RuleNetworkReady || r == RuleFeasibleTarget
-}
 
 // JSON keys of a migration-policy value.
 const (
@@ -64,10 +35,6 @@ var migrationPolicyKeys = []string{keyRules, keyExemptUsers}
 
 // serviceAccountPrefix starts the username of every service account.
 const serviceAccountPrefix = "system:serviceaccount:"
-
-// DefaultMigrationPolicy is the canonical default value of the migration-policy setting: every rule
-// enforced, nobody exempt. The manager stores it as the Setting's default.
-const DefaultMigrationPolicy = `{"rules":{"kubevirtReady":"enforce","networkReady":"enforce","feasibleTarget":"enforce","vmiState":"enforce","postCopyCancel":"enforce"},"exemptUsers":[]}`
 
 const examplePolicy = `{"rules":{"feasibleTarget":"warn"},"exemptUsers":["system:serviceaccount:ns:name"]}`
 
@@ -81,15 +48,14 @@ type MigrationPolicy struct {
 	ExemptUsers []string
 }
 
-// Mode returns r's mode: ModeEnforce unless the policy sets another.
+// Mode returns r's mode: the policy's, else the rule's default (RuleSpec.Default).
 func (p *MigrationPolicy) Mode(r Rule) Mode {
-	if p == nil {
-		return ModeEnforce
+	if p != nil {
+		if m, ok := p.Rules[r]; ok {
+			return m
+		}
 	}
-	if m, ok := p.Rules[r]; ok {
-		return m
-	}
-	return ModeEnforce
+	return SpecOf(r).Default
 }
 
 // Exempt reports whether user is listed in ExemptUsers (exact match). It says nothing about which
@@ -157,10 +123,7 @@ func decodeRules(raw json.RawMessage, fld *field.Path) (map[Rule]Mode, field.Err
 	if members == nil {
 		return nil, errs
 	}
-	ruleNames := make([]string, len(Rules))
-	for i, r := range Rules {
-		ruleNames[i] = string(r)
-	}
+	ruleNames := RuleNames()
 	modeNames := make([]string, len(Modes))
 	for i, m := range Modes {
 		modeNames[i] = string(m)

@@ -3,6 +3,10 @@ package settings
 import (
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/migranet/migranet/settings/v1beta1"
 )
 
 // Summary is the migration policy's short human form for `kubectl get` (the Setting's
@@ -11,7 +15,8 @@ import (
 // "feasibleTarget=warn postCopyCancel=off (1 exempt)".
 func (p *MigrationPolicy) Summary() string {
 	var parts []string
-	for _, r := range Rules {
+	for _, spec := range registry {
+		r := spec.Rule
 		if m := p.Mode(r); m != ModeEnforce {
 			parts = append(parts, string(r)+"="+string(m))
 		}
@@ -24,4 +29,13 @@ func (p *MigrationPolicy) Summary() string {
 		out += fmt.Sprintf(" (%d exempt)", len(p.ExemptUsers))
 	}
 	return out
+}
+
+// PolicySummary is the summary of a migration-policy setting's effective value.
+func PolicySummary(s *v1beta1.Setting) string {
+	p, errs := ParseMigrationPolicy(EffectiveValue(s), field.NewPath("value"))
+	if len(errs) > 0 {
+		return "invalid"
+	}
+	return p.Summary()
 }

@@ -11,7 +11,7 @@ import (
 func TestPolicySummary(t *testing.T) {
 	for _, tc := range []struct{ value, def, want string }{
 		{"", "", "all enforced"},
-		{"", DefaultMigrationPolicy, "all enforced"},
+		{"", DefaultMigrationPolicy(), "all enforced"},
 		{`{"rules":{"feasibleTarget":"warn"}}`, "", "feasibleTarget=warn"},
 		{`{"rules":{"postCopyCancel":"off","kubevirtReady":"warn"},"exemptUsers":["a","b"]}`, "", "kubevirtReady=warn postCopyCancel=off (2 exempt)"},
 		{`{"rules":{"feasibleTarget":"enforce"},"exemptUsers":["system:serviceaccount:kubevirt:kubevirt-controller"]}`, "", "all enforced (1 exempt)"},

@@ -93,14 +93,15 @@ func TestParseMigrationPolicy(t *testing.T) {
 }
 
 func TestDefaultMigrationPolicy(t *testing.T) {
-	p, errs := ParseMigrationPolicy(DefaultMigrationPolicy, field.NewPath("default"))
+	p, errs := ParseMigrationPolicy(DefaultMigrationPolicy(), field.NewPath("default"))
 	if len(errs) > 0 {
-		t.Fatalf("DefaultMigrationPolicy does not parse: %v", errs)
+		t.Fatalf("DefaultMigrationPolicy() does not parse: %v", errs)
 	}
-	if len(p.Rules) != len(Rules) {
-		t.Errorf("DefaultMigrationPolicy names %d rules, want all %d", len(p.Rules), len(Rules))
+	if len(p.Rules) != len(Registry()) {
+		t.Errorf("DefaultMigrationPolicy() names %d rules, want all %d", len(p.Rules), len(Registry()))
 	}
-	for _, r := range Rules {
+	for _, spec := range Registry() {
+		r := spec.Rule
 		if m, ok := p.Rules[r]; !ok || m != ModeEnforce {
 			t.Errorf("rule %s: mode %q (present %v), want enforce", r, m, ok)
 		}
@@ -143,7 +144,8 @@ func TestMigrationPolicyModeFor(t *testing.T) {
 	if !p.Exempt(exempt) || p.Exempt(other) || p.Exempt("") || (*MigrationPolicy)(nil).Exempt(exempt) {
 		t.Error("Exempt: wrong answer")
 	}
-	for _, r := range Rules {
+	for _, spec := range Registry() {
+		r := spec.Rule
 		want := r != RuleVMIState && r != RulePostCopyCancel
 		if r.Exemptable() != want {
 			t.Errorf("%s.Exemptable() = %v, want %v", r, r.Exemptable(), want)

@@ -35,7 +35,7 @@ func TestValidateSetting(t *testing.T) {
 			warns: 1},
 		{name: "value not JSON", s: setting(v1beta1.MigrationNetwork, "clusterNetwork: migration", ""), errs: []wantErr{inv("value", "not valid JSON")}},
 		{name: "policy empty", s: setting(v1beta1.MigrationPolicy, "", "")},
-		{name: "policy valid", s: setting(v1beta1.MigrationPolicy, `{"rules":{"feasibleTarget":"warn"},"exemptUsers":["alice"]}`, DefaultMigrationPolicy)},
+		{name: "policy valid", s: setting(v1beta1.MigrationPolicy, `{"rules":{"feasibleTarget":"warn"},"exemptUsers":["alice"]}`, DefaultMigrationPolicy())},
 		{name: "policy unknown keys", s: setting(v1beta1.MigrationPolicy, `{"anything":{"goes":[1,2]}}`, `{"rules":{"kubeVirtReady":"off"}}`),
 			errs: []wantErr{nsup("value.anything", "unknown key"), nsup("default.rules.kubeVirtReady", `did you mean "kubevirtReady"`)}},
 		{name: "policy syntax", s: setting(v1beta1.MigrationPolicy, `{"a":`, `[1]`),

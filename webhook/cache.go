@@ -8,7 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // CacheOptions narrow the manager's informers to what migranet reads: virt-handler pods and the KubeVirt
@@ -20,10 +21,10 @@ func CacheOptions(kubevirtNamespace string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {
 				Namespaces: inKubeVirt,
-				Label:      labels.SelectorFromSet(labels.Set{netcontroller.VirtHandlerLabel: netcontroller.VirtHandlerValue}),
+				Label:      labels.SelectorFromSet(labels.Set{settings.VirtHandlerLabel: settings.VirtHandlerValue}),
 			},
 			&kubevirtv1.KubeVirt{}:               {Namespaces: inKubeVirt},
-			&kubevirtv1.VirtualMachineInstance{}: {Transform: TrimVMI},
+			&kubevirtv1.VirtualMachineInstance{}: {Transform: migrationcheck.TrimVMI},
 			&nadv1.NetworkAttachmentDefinition{}: {Namespaces: inKubeVirt},
 		},
 	}

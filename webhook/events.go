@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -22,7 +24,7 @@ const maxEventMessage = 1024
 // repeats, so admission never waits for the write. Nothing is recorded without a VMI (a migration
 // of a missing VMI has none to describe), for a dry-run request (which must have no side effects),
 // or without a recorder.
-func (v *MigrationValidator) recordRefusal(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, ds []Decision) {
+func (v *MigrationValidator) recordRefusal(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, ds []migrationcheck.Decision) {
 	if v.Recorder == nil || vmi == nil {
 		return
 	}
@@ -43,7 +45,7 @@ func (v *MigrationValidator) recordRefusal(ctx context.Context, vmi *kubevirtv1.
 // RefusalMessage summarises the denying decisions of migration name, naming each rule, e.g.
 // "migration move-1 refused by migranet feasibleTarget: no node can receive ..." (several are
 // joined with "; "), cut to at most maxEventMessage bytes; "" when nothing denied.
-func RefusalMessage(name string, ds []Decision) string {
+func RefusalMessage(name string, ds []migrationcheck.Decision) string {
 	var parts []string
 	for _, d := range ds {
 		if d.Deny {

@@ -54,3 +54,27 @@ func (v *KubeVirtValidator) ValidateUpdate(ctx context.Context, oldObj, newObj r
 func (v *KubeVirtValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
 	return nil, nil
 }
+
+// KubeVirtUpdateWarnings warns, never denies, when an update changes the KubeVirt CR's
+// spec.configuration.migrations.network to something other than wantNetwork, the NAD the setting
+// renders to ("" = unset: the setting is empty and migrations use the pod network).
+func KubeVirtUpdateWarnings(oldKV, newKV *kubevirtv1.KubeVirt, wantNetwork string) []string {
+	if newKV == nil {
+		return nil
+	}
+	got := settings.MigrationNetworkOf(newKV)
+	if got == settings.MigrationNetworkOf(oldKV) || got == wantNetwork {
+		return nil
+	}
+	back := "put it back to " + wantNetwork
+	if wantNetwork == "" {
+		back = "unset it again (the setting is empty: migrations use the pod network)"
+	}
+	gotText := fmt.Sprintf("%q", settings.ShortenName(got))
+	if got == "" {
+		gotText = "unset"
+	}
+	return []string{fmt.Sprintf("spec.configuration.migrations.network is %s, which the setting %s does not say: "+
+		"the migranet settings controller will %s; change the setting %s instead",
+		gotText, v1beta1.MigrationNetwork, back, v1beta1.MigrationNetwork)}
+}

@@ -3,6 +3,10 @@ package webhook
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
+	"github.com/migranet/migranet/settings/status"
+
 	"github.com/migranet/migranet/settings"
 )
 
@@ -47,11 +51,13 @@ func outcomes() []outcome {
 		{WebhookNAD, RuleActiveNetwork, ResultDenied},
 		{WebhookKubeVirt, RuleNetworkMismatch, ResultWarned},
 	}
-	for _, r := range []settings.Rule{settings.RuleKubeVirtReady, settings.RuleNetworkReady, settings.RuleFeasibleTarget, settings.RuleVMIState} {
-		out = append(out, outcome{WebhookVMIMCreate, string(r), ResultDenied}, outcome{WebhookVMIMCreate, string(r), ResultWarned})
+	for _, spec := range settings.Registry() {
+		w := WebhookVMIMCreate
+		if spec.On == settings.OnCancel {
+			w = WebhookVMIMDelete
+		}
+		out = append(out, outcome{w, string(spec.Rule), ResultDenied}, outcome{w, string(spec.Rule), ResultWarned})
 	}
-	out = append(out, outcome{WebhookVMIMDelete, string(settings.RulePostCopyCancel), ResultDenied},
-		outcome{WebhookVMIMDelete, string(settings.RulePostCopyCancel), ResultWarned})
 	for _, w := range []string{WebhookSetting, WebhookVMIMCreate, WebhookVMIMDelete, WebhookNAD, WebhookKubeVirt} {
 		out = append(out, outcome{w, RuleNone, ResultAllowed}, outcome{w, RuleNone, ResultError})
 	}
@@ -71,7 +77,7 @@ type Metrics struct {
 // NewMetrics creates the counter, registers it with reg (nil: not registered), reusing one
 // registered before by another instance, and creates every known series at zero.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	vec, err := settings.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	vec, err := status.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricAdmissionDecisions,
 		Help: "Admission requests decided by migranet's webhooks, by webhook, deciding rule (none when nothing was violated) and result (allowed, denied, warned, error).",
 	}, []string{"webhook", "rule", "result"}))
@@ -98,7 +104,7 @@ func (m *Metrics) count(webhook, rule, result string) {
 }
 
 // decided counts the outcome of a VMIM webhook's decisions.
-func (m *Metrics) decided(webhook string, ds []Decision) {
+func (m *Metrics) decided(webhook string, ds []migrationcheck.Decision) {
 	if m == nil {
 		return
 	}
@@ -108,7 +114,7 @@ func (m *Metrics) decided(webhook string, ds []Decision) {
 
 // DecisionOutcome is the rule and result label of a request judged by ds: the first denying
 // rule, else the first warning rule, else RuleNone and ResultAllowed.
-func DecisionOutcome(ds []Decision) (rule, result string) {
+func DecisionOutcome(ds []migrationcheck.Decision) (rule, result string) {
 	for _, d := range ds {
 		if d.Deny {
 			return string(d.Rule), ResultDenied

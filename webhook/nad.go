@@ -78,3 +78,15 @@ func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (
 	v.Metrics.count(WebhookNAD, RuleNone, ResultAllowed)
 	return nil, nil
 }
+
+// ValidateNADDelete refuses deleting the NetworkAttachmentDefinition name (in the KubeVirt
+// namespace) while the KubeVirt CR's spec.configuration.migrations.network, activeNetwork, names it.
+func ValidateNADDelete(name, activeNetwork string) error {
+	if activeNetwork == "" || name != activeNetwork {
+		return nil
+	}
+	return fmt.Errorf("NetworkAttachmentDefinition %s is the migration network the KubeVirt CR names in "+
+		"spec.configuration.migrations.network: every virt-handler uses it, and deleting it breaks live migration; "+
+		"change or clear the setting %s instead, and migranet deletes this NAD once KubeVirt no longer uses it",
+		name, v1beta1.MigrationNetwork)
+}

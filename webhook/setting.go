@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -21,10 +23,10 @@ import (
 
 // SettingValidator admits Setting create, update and delete.
 type SettingValidator struct {
-	// Reader is the manager's cache: nodes, the KubeVirt CR and migrations are read from it.
-	Reader            client.Reader
-	Nodes             NodeLister
-	KubeVirtNamespace string
+	// Reader is the manager's cache: the migrations in flight are listed from it.
+	Reader client.Reader
+	// State gives the nodes and the KubeVirt CR in force, as the migration rules read them.
+	State migrationcheck.State
 	// Metrics counts the decisions; nil counts nothing.
 	Metrics *Metrics
 }
@@ -82,7 +84,7 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 	}
 	errs, warnings := settings.ValidateSetting(s, cl)
 	rule := RuleSettingValue
-	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && effectiveHash(old) != effectiveHash(s) {
+	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && settings.EffectiveNetwork(old).Hash != settings.EffectiveNetwork(s).Hash {
 		busy, err := v.migrationsInFlight(ctx)
 		if err != nil {
 			v.Metrics.count(WebhookSetting, RuleNone, ResultError)
@@ -101,25 +103,17 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 	return warnings, nil
 }
 
-// effectiveHash is the hash of the setting's effective migration network; "" when disabled or
-// unparsable (parse errors are reported by validation).
-func effectiveHash(s *v1beta1.Setting) string {
-	return settings.EffectiveNetwork(s).Hash
-}
-
 // cluster gathers, from the cache, what the cluster-dependent rules look at.
 func (v *SettingValidator) cluster(ctx context.Context) (*settings.Cluster, error) {
-	cl := &settings.Cluster{Nodes: v.Nodes()}
-	kv, err := settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy)
+	nodes, err := v.State.Nodes(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cache: %w", err)
 	}
-	if kv != nil {
-		if w := kv.Spec.Workloads; w != nil && w.NodePlacement != nil {
-			cl.NodeSelector = w.NodePlacement.NodeSelector
-		}
+	kv, err := v.State.KubeVirt(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cache: %w", err)
 	}
-	return cl, nil
+	return &settings.Cluster{Nodes: nodes.Nodes, NodeSelector: settings.WorkloadsNodeSelector(kv)}, nil
 }
 
 // migrationsInFlight names the migrations that have not reached Succeeded or Failed.

@@ -10,6 +10,11 @@ import (
 	"os"
 	"time"
 
+	settingscontroller "github.com/migranet/migranet/settings/controller"
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
+	"github.com/migranet/migranet/settings/status"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,9 +26,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/migranet/migranet/guard"
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/guard"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
 )
@@ -135,7 +140,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	}
 	cfg.UserAgent = "migranet"
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
-	scheme, err := webhook.NewScheme()
+	scheme, err := settings.NewScheme()
 	if err != nil {
 		return err
 	}
@@ -177,8 +182,8 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	snapshots := &netcontroller.Store{}
-	settingsMetrics, err1 := settings.NewMetrics(ctrlmetrics.Registry)
+	snapshots := &settings.Store{}
+	settingsMetrics, err1 := status.NewMetrics(ctrlmetrics.Registry)
 	netMetrics, err2 := netcontroller.NewMetrics(ctrlmetrics.Registry)
 	webhookMetrics, err3 := webhook.NewMetrics(ctrlmetrics.Registry)
 	if err := errors.Join(err1, err2, err3); err != nil {
@@ -189,13 +194,13 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 			return fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	if err := (&settings.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-settings"),
+	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-settings"),
 		KubeVirtNamespace: f.kubevirtNamespace, Metrics: settingsMetrics,
 		Guard: &guard.Params{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)
 	}
-	if err := (&settings.PolicyController{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&settingscontroller.PolicyController{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the migration-policy controller: %w", err)
 	}
 	observer := &netcontroller.Observer{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}
@@ -212,7 +217,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		Interval: f.guardScan, Metrics: netMetrics}); err != nil {
 		return fmt.Errorf("setting up the offender scan: %w", err)
 	}
-	pods, err := webhook.NewPodCache(mgr)
+	pods, err := migrationcheck.NewPodCache(mgr)
 	if err != nil {
 		return err
 	}
@@ -253,7 +258,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		}
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return settings.EnsureOwned(ctx, mgr.GetClient())
+		return settingscontroller.EnsureOwned(ctx, mgr.GetClient())
 	})); err != nil {
 		return err
 	}

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -18,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
-	"github.com/migranet/migranet/webhook"
 )
 
 const preflightUsage = `Usage: migranet preflight [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] VMI
@@ -85,7 +87,7 @@ func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	cfg.UserAgent = "migranet-preflight"
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.Timeout = f.requestTimeout
-	scheme, err := webhook.NewScheme()
+	scheme, err := settings.NewScheme()
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -115,23 +117,15 @@ func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return preflightAdmitted
 }
 
-// preflight builds the webhook's MigrationValidator over the API server and asks it.
-func preflight(ctx context.Context, c client.Client, kubevirtNamespace string, vmim *kubevirtv1.VirtualMachineInstanceMigration, user authenticationv1.UserInfo) (*webhook.PreflightResult, error) {
+// preflight asks the webhook's rules, over state read from the API server, what they would
+// answer to vmim created by user.
+func preflight(ctx context.Context, c client.Client, kubevirtNamespace string, vmim *kubevirtv1.VirtualMachineInstanceMigration, user authenticationv1.UserInfo) (*migrationcheck.PreflightResult, error) {
 	snap, err := netcontroller.ObserveOnce(ctx, c, kubevirtNamespace)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := webhook.ListNodes(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	pods, err := webhook.ListPods(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	v := &webhook.MigrationValidator{Reader: webhook.APIReader(c), Nodes: nodes, KubeVirtNamespace: kubevirtNamespace,
-		Snapshots: netcontroller.StoreOf(snap), Pods: pods}
-	return v.Preflight(ctx, vmim, user)
+	st := &migrationcheck.APIState{Reader: c, KubeVirtNamespace: kubevirtNamespace, Snapshot: snap}
+	return migrationcheck.Preflight(ctx, st, vmim, user.Username)
 }
 
 // whoAmI asks the API server who the kubeconfig's credentials are (a SelfSubjectReview).

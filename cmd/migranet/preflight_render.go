@@ -6,8 +6,9 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
 	"github.com/migranet/migranet/cmd/migranet/status"
-	"github.com/migranet/migranet/webhook"
 )
 
 // preflightReport is what migranet preflight prints.
@@ -16,7 +17,7 @@ type preflightReport struct {
 	VMI       string `json:"vmi"`
 	// User is the username the rules were judged for ("" when it could not be learned).
 	User string `json:"user"`
-	*webhook.PreflightResult
+	*migrationcheck.PreflightResult
 }
 
 func (r preflightReport) print(w io.Writer, format string) error {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/webhook"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 func TestParsePreflightFlags(t *testing.T) {
@@ -53,11 +53,11 @@ func TestPreflightExitCodesOnUsage(t *testing.T) {
 }
 
 func TestPreflightTable(t *testing.T) {
-	r := preflightReport{Namespace: "ns", VMI: "vm", PreflightResult: &webhook.PreflightResult{
+	r := preflightReport{Namespace: "ns", VMI: "vm", PreflightResult: &migrationcheck.PreflightResult{
 		Admitted: true, Warnings: []string{"migranet feasibleTarget: no node"},
-		Rules: []webhook.RuleVerdict{{Rule: settings.RuleKubeVirtReady, Verdict: webhook.VerdictPass},
-			{Rule: settings.RuleFeasibleTarget, Verdict: webhook.VerdictWarn, Message: "migranet feasibleTarget: no node"}},
-		Nodes: []webhook.NodeVerdict{{Node: "node-1", Reason: "the VMI's current node"}, {Node: "node-2", Fits: true}},
+		Rules: []migrationcheck.RuleVerdict{{Rule: settings.RuleKubeVirtReady, Verdict: migrationcheck.VerdictPass},
+			{Rule: settings.RuleFeasibleTarget, Verdict: migrationcheck.VerdictWarn, Message: "migranet feasibleTarget: no node"}},
+		Nodes: []migrationcheck.NodeVerdict{{Node: "node-1", Reason: "the VMI's current node"}, {Node: "node-2", Fits: true}},
 	}}
 	var b bytes.Buffer
 	if err := r.print(&b, "table"); err != nil {

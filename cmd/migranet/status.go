@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -104,14 +107,8 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	cfg.UserAgent = "migranet-status"
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.Timeout = f.requestTimeout
-	scheme := runtime.NewScheme()
-	if err := kubevirtv1.AddToScheme(scheme); err != nil {
-		return fail(statusClusterErr, "%v", err)
-	}
-	if err := v1beta1.AddToScheme(scheme); err != nil {
-		return fail(statusClusterErr, "%v", err)
-	}
-	if err := corev1.AddToScheme(scheme); err != nil {
+	scheme, err := settings.NewScheme()
+	if err != nil {
 		return fail(statusClusterErr, "%v", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -362,7 +359,7 @@ func watchMigrations(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 	opts := cache.Options{
 		Scheme:           scheme,
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachineInstance{}: {Transform: webhook.TrimVMI}},
+		ByObject:         map[client.Object]cache.ByObject{&kubevirtv1.VirtualMachineInstance{}: {Transform: migrationcheck.TrimVMI}},
 	}
 	if namespace != "" {
 		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}

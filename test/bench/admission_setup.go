@@ -247,7 +247,7 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), kp.KeyPEM, 0o600); err != nil {
 		return "", nil, nil, err
 	}
-	scheme, err := webhook.NewScheme()
+	scheme, err := settings.NewScheme()
 	if err != nil {
 		return "", nil, nil, err
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/sim"
 )
@@ -201,7 +201,7 @@ func (e *Env) WaitKubeVirtAvailable(ctx context.Context, timeout time.Duration) 
 	deadline := time.Now().Add(timeout)
 	for {
 		kv, err := e.KubeVirt(ctx)
-		if ready, _ := netcontroller.KubeVirtReady(kv); err == nil && ready {
+		if ready, _ := settings.KubeVirtReady(kv); err == nil && ready {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/migranet/migranet/settings/status"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -249,7 +251,7 @@ var _ = Describe("observability", func() {
 			return series(webhook.MetricAdmissionDecisions, "webhook", webhook.WebhookVMIMCreate, "rule", rule, "result", result)
 		}
 		reconciles := func(controller, step string) string {
-			return series(settings.MetricReconcileSteps, "controller", controller, "step", step, "result", settings.StepSuccess)
+			return series(status.MetricReconcileSteps, "controller", controller, "step", step, "result", status.StepSuccess)
 		}
 		var before map[string]float64
 		Eventually(func() (err error) {

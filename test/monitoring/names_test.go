@@ -9,10 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/migranet/migranet/settings/status"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/migranet/migranet/netcontroller"
-	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
 )
@@ -66,7 +67,7 @@ func (r *recorder) Unregister(prometheus.Collector) bool { return true }
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	r := &recorder{names: map[string]bool{}}
-	if _, err := settings.NewMetrics(r); err != nil {
+	if _, err := status.NewMetrics(r); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := netcontroller.NewMetrics(r); err != nil {

@@ -1,0 +1,318 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/status"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/migranet/migranet/settings/guard"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// Reasons of the Configured condition; each failing step has its own.
+const (
+	ReasonApplied          = "Applied"
+	ReasonDisabled         = "Disabled"
+	ReasonInvalidValue     = "InvalidValue"
+	ReasonNADFailed        = "NetworkAttachmentDefinitionFailed"
+	ReasonKubeVirtNotFound = "KubeVirtNotFound"
+	ReasonKubeVirtFailed   = "KubeVirtUpdateFailed"
+	ReasonCleanupFailed    = "CleanupFailed"
+	ReasonGuardFailed      = "GuardUpdateFailed"
+	settingsFieldManager   = "migranet-settings"
+)
+
+// Steps of the settings controller, in the order they run; a failing step ends the reconcile.
+const (
+	ControllerName = "settings"
+	StepValue      = "value"    // parsing the effective value
+	StepNAD        = "nad"      // ensuring the rendered NetworkAttachmentDefinition
+	StepKubeVirt   = "kubevirt" // pointing the KubeVirt CR's migrations.network
+	StepCleanup    = "cleanup"  // deleting managed NADs nothing references
+	StepStatus     = "status"   // writing the Configured condition
+)
+
+// Controller applies the vm-migration-network setting: it ensures the NetworkAttachmentDefinition
+// its canonical value renders to, points the KubeVirt CR's spec.configuration.migrations.network at
+// it (or removes the field when the value is empty), deletes the NADs it manages that nothing
+// references any more, and only then records the applied hash. Every step is idempotent and the
+// NAD name is a function of the value, so a restart at any point converges without duplicates.
+type Controller struct {
+	Client            client.Client
+	Recorder          record.EventRecorder
+	KubeVirtNamespace string
+	// Metrics counts the steps of each reconcile; nil counts nothing.
+	Metrics *status.Metrics
+	// Guard is the parameter of the policies that keep other pods and VMs off the migration
+	// network; nil leaves it alone.
+	Guard *guard.Params
+}
+
+// SetupWithManager watches the setting, the KubeVirt CR and the NADs migranet manages.
+func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	r.Metrics.Init(ControllerName, StepValue, StepNAD, StepKubeVirt, StepCleanup, StepStatus)
+	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
+	})
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.KubeVirtNamespace })
+	managed := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[settings.LabelManagedBy] == settings.ManagedBy })
+	return ctrl.NewControllerManagedBy(mgr).Named("settings").
+		For(&v1beta1.Setting{}, builder.WithPredicates(named(v1beta1.MigrationNetwork), predicate.GenerationChangedPredicate{})).
+		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, toSetting, builder.WithPredicates(inNamespace, managed)).
+		Complete(r)
+}
+
+func named(name string) predicate.Funcs {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })
+}
+
+// Reconcile brings the cluster in line with the setting's effective value.
+func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	s := &v1beta1.Setting{}
+	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	eff := settings.EffectiveNetwork(s)
+	m, errs := eff.Network, eff.Errs
+	r.Metrics.Step(ControllerName, StepValue, errs.ToAggregate())
+	if len(errs) > 0 {
+		// Admission refuses such values; one can only get here by bypassing the webhook.
+		return reconcile.Result{}, r.writeStatus(ctx, s, nil, &stepError{ReasonInvalidValue, errs.ToAggregate()})
+	}
+	serr := r.apply(ctx, m)
+	if err := r.writeStatus(ctx, s, m, serr); err != nil {
+		return reconcile.Result{}, err
+	}
+	if serr != nil {
+		if serr.reason == ReasonKubeVirtNotFound {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, serr
+	}
+	return reconcile.Result{}, nil
+}
+
+// stepError is a failed step of apply, with the condition reason it reports.
+type stepError struct {
+	reason string
+	err    error
+}
+
+func (e *stepError) Error() string { return e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+// apply runs the steps in order: guard, NAD, KubeVirt CR, cleanup, guard. It stops at the first
+// failure. The guard lists the new NAD before it exists and the old ones until they are deleted,
+// so no moment leaves a migration NAD open to other pods and VMs.
+func (r *Controller) apply(ctx context.Context, m *settings.MigrationNetwork) *stepError {
+	want := settings.RenderNAD(m, r.KubeVirtNamespace)
+	network := ""
+	if want != nil {
+		network = want.Name
+	}
+	managed, err := r.managedNADs(ctx)
+	if err == nil {
+		err = r.setGuard(ctx, append(managed, network)...)
+	}
+	if err != nil {
+		r.Metrics.Step(ControllerName, StepNAD, err)
+		return &stepError{ReasonGuardFailed, err}
+	}
+	if want != nil {
+		err := r.ensureNAD(ctx, want)
+		r.Metrics.Step(ControllerName, StepNAD, err)
+		if err != nil {
+			return &stepError{ReasonNADFailed, fmt.Errorf("ensuring NetworkAttachmentDefinition %s/%s: %w", want.Namespace, want.Name, err)}
+		}
+	}
+	if serr := r.pointKubeVirt(ctx, network); serr != nil {
+		r.Metrics.Step(ControllerName, StepKubeVirt, serr)
+		return serr
+	}
+	r.Metrics.Step(ControllerName, StepKubeVirt, nil)
+	err = r.deleteUnreferenced(ctx, network)
+	r.Metrics.Step(ControllerName, StepCleanup, err)
+	if err != nil {
+		return &stepError{ReasonCleanupFailed, fmt.Errorf("deleting NetworkAttachmentDefinitions no longer referenced: %w", err)}
+	}
+	if err := r.setGuard(ctx, network); err != nil {
+		return &stepError{ReasonGuardFailed, err}
+	}
+	return nil
+}
+
+// setGuard lists names (empty ones dropped) in the guard's parameter.
+func (r *Controller) setGuard(ctx context.Context, names ...string) error {
+	if r.Guard == nil {
+		return nil
+	}
+	return r.Guard.Set(ctx, names...)
+}
+
+// managedNADs lists the names of the NADs migranet manages in KubeVirt's namespace.
+func (r *Controller) managedNADs(ctx context.Context) ([]string, error) {
+	nads := &nadv1.NetworkAttachmentDefinitionList{}
+	if err := r.Client.List(ctx, nads, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{settings.LabelManagedBy: settings.ManagedBy}); err != nil {
+		return nil, fmt.Errorf("listing the NetworkAttachmentDefinitions migranet manages: %w", err)
+	}
+	names := make([]string, 0, len(nads.Items))
+	for i := range nads.Items {
+		names = append(names, nads.Items[i].Name)
+	}
+	return names, nil
+}
+
+// ensureNAD creates the rendered NAD, or puts back its config and metadata if edited by hand.
+func (r *Controller) ensureNAD(ctx context.Context, want *nadv1.NetworkAttachmentDefinition) error {
+	have := &nadv1.NetworkAttachmentDefinition{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	if apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(ctx).Info("creating NetworkAttachmentDefinition", "nad", klog.KObj(want))
+		return client.IgnoreAlreadyExists(r.Client.Create(ctx, want))
+	}
+	if err != nil {
+		return err
+	}
+	if have.Spec.Config == want.Spec.Config && subset(want.Labels, have.Labels) && subset(want.Annotations, have.Annotations) {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	have.Spec.Config = want.Spec.Config
+	have.Labels = merge(have.Labels, want.Labels)
+	have.Annotations = merge(have.Annotations, want.Annotations)
+	return r.Client.Patch(ctx, have, patch)
+}
+
+// pointKubeVirt sets (or, for "", removes) spec.configuration.migrations.network on the KubeVirt
+// CR, only when it differs, with a JSON merge patch of that one field. The patch carries no
+// resourceVersion precondition on purpose: it is atomic on the server and leaves every other
+// field alone, while virt-operator rewrites the CR's status throughout a rollout, so a guarded
+// patch would mostly meet conflicts and back off.
+func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepError {
+	kv, err := settings.KubeVirtCR(ctx, r.Client, r.KubeVirtNamespace)
+	if err != nil {
+		return &stepError{ReasonKubeVirtFailed, err}
+	}
+	if kv == nil {
+		return &stepError{ReasonKubeVirtNotFound, fmt.Errorf("no KubeVirt CR in namespace %s; the setting is applied as soon as one appears", r.KubeVirtNamespace)}
+	}
+	if MigrationNetworkOf(kv) == network {
+		return nil
+	}
+	patch := client.MergeFrom(kv.DeepCopy())
+	if kv.Spec.Configuration.MigrationConfiguration == nil {
+		kv.Spec.Configuration.MigrationConfiguration = &kubevirtv1.MigrationConfiguration{}
+	}
+	kv.Spec.Configuration.MigrationConfiguration.Network = nil
+	if network != "" {
+		kv.Spec.Configuration.MigrationConfiguration.Network = &network
+	}
+	ctrl.LoggerFrom(ctx).Info("pointing KubeVirt at the migration network", "kubevirt", klog.KObj(kv), "network", network)
+	if err := r.Client.Patch(ctx, kv, patch); err != nil {
+		return &stepError{ReasonKubeVirtFailed, fmt.Errorf("patching KubeVirt %s/%s migrations.network=%q: %w", kv.Namespace, kv.Name, network, err)}
+	}
+	return nil
+}
+
+// MigrationNetworkOf is the KubeVirt CR's spec.configuration.migrations.network, "" when unset.
+func MigrationNetworkOf(kv *kubevirtv1.KubeVirt) string {
+	if m := kv.Spec.Configuration.MigrationConfiguration; m != nil && m.Network != nil {
+		return *m.Network
+	}
+	return ""
+}
+
+// deleteUnreferenced deletes managed NADs other than keep; the CR no longer points at them.
+func (r *Controller) deleteUnreferenced(ctx context.Context, keep string) error {
+	nads := &nadv1.NetworkAttachmentDefinitionList{}
+	if err := r.Client.List(ctx, nads, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{settings.LabelManagedBy: settings.ManagedBy}); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range nads.Items {
+		nad := &nads.Items[i]
+		if nad.Name == keep || nad.DeletionTimestamp != nil {
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("deleting unreferenced NetworkAttachmentDefinition", "nad", klog.KObj(nad))
+		if err := r.Client.Delete(ctx, nad, client.Preconditions{UID: &nad.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func subset(want, have map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func merge(into, from map[string]string) map[string]string {
+	if into == nil {
+		into = map[string]string{}
+	}
+	for k, v := range from {
+		into[k] = v
+	}
+	return into
+}
+
+// writeStatus records the outcome of a reconcile: on success the applied hash and network and
+// Configured=True; on failure Configured=False with the failing step's reason, keeping the hash
+// and network applied last. An event marks each transition of the condition (status or reason) and each newly applied
+// value; a step failing again with the same reason on a retry emits nothing more.
+func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, m *settings.MigrationNetwork, serr *stepError) error {
+	cond := metav1.Condition{Type: v1beta1.ConditionConfigured, Status: metav1.ConditionTrue}
+	fields := map[string]any{
+		"appliedHash":    s.Status.AppliedHash,
+		"appliedNetwork": s.Status.AppliedNetwork,
+		"summary":        m.Summary(),
+	}
+	switch {
+	case serr != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, serr.reason, serr.Error()
+		if serr.reason == ReasonInvalidValue {
+			fields["summary"] = "invalid"
+		}
+	case m == nil:
+		cond.Reason, cond.Message = ReasonDisabled, "migration network disabled: migrations use the pod network"
+		fields["appliedHash"], fields["appliedNetwork"] = "", ""
+	default:
+		nad := settings.NADName(m.Hash())
+		cond.Reason, cond.Message = ReasonApplied, "KubeVirt migrations.network points at "+nad
+		fields["appliedHash"], fields["appliedNetwork"] = m.Hash(), nad
+	}
+	if status.ConditionChanged(s.Status.Conditions, cond) || (serr == nil && s.Status.AppliedHash != fields["appliedHash"]) {
+		eventType := corev1.EventTypeNormal
+		if serr != nil {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Event(s, eventType, cond.Reason, cond.Message)
+	}
+	err := status.ApplyStatus(ctx, r.Client, s, settingsFieldManager, []metav1.Condition{cond}, fields)
+	r.Metrics.Step(ControllerName, StepStatus, err)
+	return err
+}

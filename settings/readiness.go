@@ -1,0 +1,42 @@
+package settings
+
+import "sync/atomic"
+
+// Snapshot is the migration network's readiness as the network controller last observed it. It
+// is immutable once published; readers get a consistent view without locks.
+type Snapshot struct {
+	// Configured is true when the setting asks for a migration network.
+	Configured bool
+	// Hash of the setting's effective value, and the hash the settings controller applied.
+	Hash, AppliedHash string
+	// Network is the NAD the setting renders to; ClusterNetwork the value's cluster network.
+	Network, ClusterNetwork string
+	// Eligible nodes and how many of them are attached with an in-range address.
+	Eligible, Attached int
+	// Ready is the Ready condition: configured and applied, every eligible node attached and
+	// KubeVirt available; or not configured and KubeVirt available.
+	Ready bool
+	// Reason and Message explain Ready.
+	Reason, Message string
+}
+
+// Store holds the latest Snapshot; the zero Store holds none.
+type Store struct{ p atomic.Pointer[Snapshot] }
+
+// Load returns the latest snapshot, or nil before the first observation.
+func (s *Store) Load() *Snapshot { return s.p.Load() }
+
+// Publish swaps in a new snapshot.
+func (s *Store) Publish(snap *Snapshot) { s.p.Store(snap) }
+
+// NewStore returns a store already holding snap, for callers that judge admission without running
+// the network controller (benchmarks, tests).
+func NewStore(snap *Snapshot) *Store {
+	s := &Store{}
+	s.Publish(snap)
+	return s
+}
+
+// ReasonKubeVirtNotReady is the Ready condition's reason (and a Snapshot's) when the network is in
+// place and only KubeVirt is not Available: rule kubevirtReady speaks then, not networkReady.
+const ReasonKubeVirtNotReady = "KubeVirtNotReady"

@@ -1,0 +1,129 @@
+package settings
+
+import "strings"
+
+// Rule names one migration admission rule of the migration-policy setting.
+type Rule string
+
+// The migration admission rules; registry holds what each one is.
+const (
+	RuleKubeVirtReady  Rule = "kubevirtReady"
+	RuleNetworkReady   Rule = "networkReady"
+	RuleFeasibleTarget Rule = "feasibleTarget"
+	RuleVMIState       Rule = "vmiState"
+	RulePostCopyCancel Rule = "postCopyCancel"
+)
+
+// Request is the VMIM request a rule judges.
+type Request string
+
+// The requests the rules judge.
+const (
+	// OnCreate: starting a migration (VMIM create).
+	OnCreate Request = "create"
+	// OnCancel: cancelling a migration (VMIM delete).
+	OnCancel Request = "cancel"
+)
+
+// RuleSpec is one entry of the rule registry: everything about a rule but its check, which the
+// admission engine (webhook/migrationcheck) keeps under the same name. The policy parser, the
+// admission metrics' label values, `migranet preflight` and the rule table in docs/ all derive
+// from the registry, so adding a rule is one entry here, its check there, and their tests.
+type RuleSpec struct {
+	Rule Rule
+	// Default is the rule's mode when the migration-policy does not name it.
+	Default Mode
+	// Exemptable: the users in exemptUsers skip the rule. Rules that judge the cluster are (an
+	// evacuation controller must move VMs whatever the cluster's state); rules that protect the
+	// VM itself are not.
+	Exemptable bool
+	// On is the request the rule judges.
+	On Request
+	// Checks says, in one sentence, what must hold for the request to pass.
+	Checks string
+}
+
+// registry lists every rule, in the order the admission webhook evaluates them. Read-only.
+var registry = [...]RuleSpec{
+	{RuleKubeVirtReady, ModeEnforce, true, OnCreate,
+		"the KubeVirt CR is Available with reason " + KubeVirtReadyReason},
+	{RuleNetworkReady, ModeEnforce, true, OnCreate,
+		"a configured migration network is applied and every eligible virt-handler is on it, the source node included"},
+	{RuleFeasibleTarget, ModeEnforce, true, OnCreate,
+		"some node other than the VMI's own can take its target pod as the scheduler judges it, and carries the cluster network"},
+	{RuleVMIState, ModeEnforce, false, OnCreate,
+		"the VMI exists and has no other migration in flight"},
+	{RulePostCopyCancel, ModeEnforce, false, OnCancel,
+		"a migration in post-copy is not cancelled unless its VMIM carries " + ForceCancelAnnotation + `: "true"`},
+}
+
+// ForceCancelAnnotation, set to "true" on a VirtualMachineInstanceMigration, lets it be deleted
+// (cancelled) while the migration is in post-copy.
+const ForceCancelAnnotation = "migranet.io/force-cancel"
+
+// Registry returns every rule's entry, in evaluation order.
+func Registry() []RuleSpec { return append([]RuleSpec(nil), registry[:]...) }
+
+// RulesOn returns the rules that judge request r, in evaluation order.
+func RulesOn(r Request) []Rule {
+	var out []Rule
+	for i := range registry {
+		if registry[i].On == r {
+			out = append(out, registry[i].Rule)
+		}
+	}
+	return out
+}
+
+// RuleNames returns every rule's name, in evaluation order.
+func RuleNames() []string {
+	out := make([]string, len(registry))
+	for i := range registry {
+		out[i] = string(registry[i].Rule)
+	}
+	return out
+}
+
+// SpecOf returns r's registry entry; an unknown rule gets a zero entry with mode enforce.
+func SpecOf(r Rule) RuleSpec {
+	for i := range registry {
+		if registry[i].Rule == r {
+			return registry[i]
+		}
+	}
+	return RuleSpec{Rule: r, Default: ModeEnforce}
+}
+
+// Exemptable reports whether users in exemptUsers skip r (RuleSpec.Exemptable).
+func (r Rule) Exemptable() bool { return SpecOf(r).Exemptable }
+
+// DefaultMigrationPolicy is the canonical default value of the migration-policy setting: every
+// rule at its default mode, nobody exempt. The manager stores it as the Setting's default.
+func DefaultMigrationPolicy() string {
+	var b strings.Builder
+	b.WriteString(`{"rules":{`)
+	for i := range registry {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + string(registry[i].Rule) + `":"` + string(registry[i].Default) + `"`)
+	}
+	b.WriteString(`},"exemptUsers":[]}`)
+	return b.String()
+}
+
+// RuleTable is the registry as the Markdown table docs/admission.md carries (a test keeps the
+// two equal).
+func RuleTable() string {
+	var b strings.Builder
+	b.WriteString("| rule | judges | default | exempt users skip it | passes when |\n|---|---|---|---|---|\n")
+	for i := range registry {
+		s := &registry[i]
+		exempt := "no"
+		if s.Exemptable {
+			exempt = "yes"
+		}
+		b.WriteString("| `" + string(s.Rule) + "` | VMIM " + string(s.On) + " | " + string(s.Default) + " | " + exempt + " | " + s.Checks + " |\n")
+	}
+	return b.String()
+}

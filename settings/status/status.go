@@ -1,0 +1,97 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// ApplyStatus writes, with server-side apply under fieldManager, the given part of a Setting's
+// status: the listed conditions (merged into the existing ones, so a transition time moves only
+// when the status changes) and the top-level status fields in fields (JSON names). Each controller
+// owns its own conditions and fields and never touches the others'. A field whose value is nil or
+// "" is left out of the apply, which removes it. Nothing is written when the result equals what
+// is stored.
+func ApplyStatus(ctx context.Context, c client.Client, s *v1beta1.Setting, fieldManager string, conds []metav1.Condition, fields map[string]any) error {
+	merged := append([]metav1.Condition(nil), s.Status.Conditions...)
+	owned := make([]metav1.Condition, 0, len(conds))
+	for _, cond := range conds {
+		cond.ObservedGeneration = s.Generation
+		meta.SetStatusCondition(&merged, cond)
+		owned = append(owned, *meta.FindStatusCondition(merged, cond.Type))
+	}
+	if unchanged(s, merged, fields) {
+		return nil
+	}
+	status := map[string]any{}
+	for k, v := range fields {
+		if !isZero(v) {
+			status[k] = v
+		}
+	}
+	status["conditions"] = owned
+	// Round-trip through JSON so the unstructured object holds only JSON types.
+	raw, err := json.Marshal(status)
+	if err != nil {
+		return err
+	}
+	status = map[string]any{}
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1beta1.GroupVersion.String(),
+		"kind":       "Setting",
+		"metadata":   map[string]any{"name": s.Name},
+		"status":     status,
+	}}
+	return c.Status().Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership)
+}
+
+// unchanged reports whether the stored status already has the merged conditions and fields.
+func unchanged(s *v1beta1.Setting, merged []metav1.Condition, fields map[string]any) bool {
+	if !equality.Semantic.DeepEqual(merged, s.Status.Conditions) {
+		return false
+	}
+	raw, err := json.Marshal(s.Status)
+	if err != nil {
+		return false
+	}
+	var stored map[string]any
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return false
+	}
+	want, err := json.Marshal(fields)
+	if err != nil {
+		return false
+	}
+	var wantMap map[string]any
+	if err := json.Unmarshal(want, &wantMap); err != nil {
+		return false
+	}
+	for k, v := range wantMap {
+		if isZero(v) && isZero(stored[k]) {
+			continue
+		}
+		if !equality.Semantic.DeepEqual(stored[k], v) {
+			return false
+		}
+	}
+	return true
+}
+
+func isZero(v any) bool { return v == nil || v == "" }
+
+// ConditionChanged reports whether cond differs in status or reason from the condition of its
+// type in stored, or stored has none: the transitions worth an event.
+func ConditionChanged(stored []metav1.Condition, cond metav1.Condition) bool {
+	old := meta.FindStatusCondition(stored, cond.Type)
+	return old == nil || old.Status != cond.Status || old.Reason != cond.Reason
+}

@@ -1,0 +1,122 @@
+package migrationcheck
+
+import (
+	"context"
+	"strings"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/migranet/migranet/settings"
+)
+
+// Verdicts of one rule in a preflight.
+const (
+	VerdictPass    = "pass"    // the rule holds
+	VerdictWarn    = "warn"    // violated, in warn mode: admitted with a warning
+	VerdictFail    = "fail"    // violated, enforced: refused
+	VerdictOff     = "off"     // the migration-policy turns the rule off
+	VerdictExempt  = "exempt"  // the user is in exemptUsers and the rule is exemptable
+	VerdictSkipped = "skipped" // not judged: feasibleTarget without a VMI
+)
+
+// RuleVerdict is one create rule's verdict for a would-be migration.
+type RuleVerdict struct {
+	Rule    settings.Rule `json:"rule"`
+	Verdict string        `json:"verdict"`
+	// Message is the webhook's own text ("migranet <rule>: ...") for warn and fail.
+	Message string `json:"message,omitempty"`
+	Field   string `json:"field,omitempty"`
+}
+
+// NodeVerdict says whether one node could receive the VMI, and if not, the first feasibleTarget
+// filter it fails.
+type NodeVerdict struct {
+	Node   string `json:"node"`
+	Fits   bool   `json:"fits"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// PreflightResult is what the webhook would answer to a VMIM create, with every rule's verdict
+// and every node's eligibility.
+type PreflightResult struct {
+	// Admitted is true when the create would be admitted (possibly with Warnings).
+	Admitted bool `json:"admitted"`
+	// Warnings are the admission warnings, word for word.
+	Warnings []string `json:"warnings,omitempty"`
+	// Refusal is the refusal's text, word for word; "" when admitted.
+	Refusal string        `json:"refusal,omitempty"`
+	Rules   []RuleVerdict `json:"rules"`
+	// Nodes is nil when the VMI does not exist.
+	Nodes []NodeVerdict `json:"nodes,omitempty"`
+}
+
+// Preflight judges vmim as the webhook's create would for user, on the state st reads: the same
+// gathering (GatherCreate), the same rules (EvaluateCreate) and the same answer (Answer).
+// `migranet preflight` passes an APIState instead of the webhook's Informers.
+func Preflight(ctx context.Context, st State, vmim *kubevirtv1.VirtualMachineInstanceMigration, user string) (*PreflightResult, error) {
+	in, err := GatherCreate(ctx, st, vmim, user)
+	if err != nil {
+		return nil, err
+	}
+	ds := EvaluateCreate(*in)
+	warnings, refusal := Answer(vmim, ds, false)
+	out := &PreflightResult{Admitted: refusal == nil, Warnings: warnings, Rules: ruleVerdicts(in, ds)}
+	if refusal != nil {
+		out.Refusal = refusal.Error()
+	}
+	if in.VMI != nil {
+		out.Nodes = TargetNodes(in)
+	}
+	return out, nil
+}
+
+// ruleVerdicts gives every create rule a verdict from the decisions EvaluateCreate returned.
+func ruleVerdicts(in *CreateInput, ds []Decision) []RuleVerdict {
+	rules := settings.RulesOn(settings.OnCreate)
+	out := make([]RuleVerdict, 0, len(rules))
+	for _, r := range rules {
+		rv := RuleVerdict{Rule: r, Verdict: VerdictPass}
+		switch {
+		case in.Policy.Mode(r) == settings.ModeOff:
+			rv.Verdict = VerdictOff
+		case in.Policy.ModeFor(r, in.User) == settings.ModeOff:
+			rv.Verdict = VerdictExempt
+		case r == settings.RuleFeasibleTarget && in.VMI == nil:
+			rv.Verdict = VerdictSkipped
+		}
+		for _, d := range ds {
+			if d.Rule != r {
+				continue
+			}
+			rv.Verdict, rv.Message, rv.Field = VerdictWarn, d.Text(), d.Field
+			if d.Deny {
+				rv.Verdict = VerdictFail
+			}
+		}
+		out = append(out, rv)
+	}
+	return out
+}
+
+// TargetNodes says, for every node, whether it can take the target pod of in's VMI, which must
+// be set, and if not, the first check it fails, in the rule's own words.
+func TargetNodes(in *CreateInput) []NodeVerdict {
+	t, conflict := newTarget(in)
+	out := make([]NodeVerdict, 0, len(in.Nodes))
+	for _, n := range in.Nodes {
+		if n == nil {
+			continue
+		}
+		nv := NodeVerdict{Node: n.Name}
+		if conflict != "" {
+			nv.Reason = "spec.addedNodeSelector conflicts with the VMI's nodeSelector"
+		} else if v := t.judge(n); v.stage == numStages {
+			nv.Fits = true
+		} else {
+			g := group{v: v, count: 1}
+			nv.Reason = strings.TrimPrefix(t.reason(&g), "1 ")
+		}
+		out = append(out, nv)
+	}
+	return out
+}

@@ -1,0 +1,33 @@
+package migrationcheck
+
+import (
+	"fmt"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// sourceOffNetwork explains why the VMI's node cannot send a migration over the migration network
+// in force, or returns "": the node does not carry the value's cluster network. Its virt-handler
+// still has a migration0 address (the bridge CNI plugin creates a missing bridge, without uplink;
+// the network controller reports the node NoClusterNetwork), but the stream cannot leave the
+// node. Judged only when the
+// network controller's snapshot describes the current value (else networkNotReady speaks) and the
+// VMI's node is in the cache.
+func sourceOffNetwork(in *CreateInput) string {
+	if in.VMI == nil || in.VMI.Status.NodeName == "" || in.CurrentHash == "" || in.Network == nil ||
+		in.Network.Hash != in.CurrentHash || in.Network.ClusterNetwork == "" {
+		return ""
+	}
+	source, cn := in.VMI.Status.NodeName, in.Network.ClusterNetwork
+	if n := in.node(source); n != nil {
+		if settings.HasClusterNetwork(n, cn) {
+			return ""
+		}
+		return fmt.Sprintf("VirtualMachineInstance %s/%s runs on %s, which does not carry the cluster network %s (label %s%s=true): "+
+			"its virt-handler's migration0 sits on a bridge with no uplink, so the migration cannot leave the node; "+
+			"attach %s to the cluster network %s, or clear the setting %s to migrate over the pod network",
+			in.VMI.Namespace, in.VMI.Name, source, cn, settings.ClusterNetworkLabelPrefix, cn, source, cn, v1beta1.MigrationNetwork)
+	}
+	return ""
+}
