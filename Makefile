@@ -67,7 +67,7 @@ manifests: ## deepcopy, CRD, webhook configuration and RBAC from kubebuilder mar
 	$(CONTROLLER_GEN) object paths=./settings/v1beta1/...
 	$(CONTROLLER_GEN) crd paths=./settings/v1beta1/... output:crd:artifacts:config=manifests/crd
 	$(CONTROLLER_GEN) webhook paths=./webhook/... output:webhook:artifacts:config=manifests/webhook
-	$(CONTROLLER_GEN) rbac:roleName=migranet-manager paths="./settings/...;./netcontroller/...;./webhook/...;./guard/...;./cmd/..." output:rbac:artifacts:config=manifests/rbac
+	$(CONTROLLER_GEN) rbac:roleName=migranet-manager paths="./settings/...;./netcontroller/...;./webhook/...;./cmd/..." output:rbac:artifacts:config=manifests/rbac
 
 kubevirt-crds: ## KubeVirt CRDs with real schemas, from kubevirt.io/api (test fixtures)
 	tmp=$$(mktemp -d) && $(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=kubevirt.io/api/core/v1 output:crd:artifacts:config=$$tmp \

@@ -20,8 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/webhook/migrationcheck"
+	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
 )
 
 // maxResponse bounds an admission answer whatever the request: 21 causes of at most a few
@@ -52,6 +54,10 @@ func (r fuzzReader) List(_ context.Context, list client.ObjectList, _ ...client.
 		l.Items = []kubevirtv1.VirtualMachineInstanceMigration{{ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: testNS}}}
 	case *kubevirtv1.KubeVirtList:
 		l.Items = []kubevirtv1.KubeVirt{*readyKubeVirt()}
+	case *corev1.NodeList:
+		l.Items = []corev1.Node{*node("node-0"), *node("node-1")}
+	case *corev1.PodList:
+		l.Items = nil
 	default:
 		return fmt.Errorf("fuzzReader cannot list %T", list)
 	}
@@ -61,20 +67,19 @@ func (r fuzzReader) List(_ context.Context, list client.ObjectList, _ ...client.
 // fuzzHooks serves every migranet webhook the way the manager does (decoding included), with
 // panics not recovered so that the fuzzer sees them.
 func fuzzHooks(t testing.TB) map[string]http.Handler {
-	scheme, err := NewScheme()
+	scheme, err := settings.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := fuzzReader{setting: &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationNetwork, ResourceVersion: "1"},
 		Value: `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24"}`}}
-	nodes := []*corev1.Node{node("node-0"), node("node-1")}
-	lister := func() []*corev1.Node { return nodes }
+	st := &migrationcheck.APIState{Reader: r, KubeVirtNamespace: "kubevirt"}
 	hooks := map[string]struct {
 		obj runtime.Object
 		v   admission.CustomValidator
 	}{
-		"setting":  {&v1beta1.Setting{}, &SettingValidator{Reader: r, Nodes: lister, KubeVirtNamespace: "kubevirt"}},
-		"vmim":     {&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{Reader: r, Nodes: lister, KubeVirtNamespace: "kubevirt", Snapshots: &netcontroller.Store{}}},
+		"setting":  {&v1beta1.Setting{}, &SettingValidator{Reader: r, State: st}},
+		"vmim":     {&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{State: st}},
 		"nad":      {&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: r, KubeVirtNamespace: "kubevirt"}},
 		"kubevirt": {&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: r}},
 	}
@@ -85,27 +90,11 @@ func fuzzHooks(t testing.TB) map[string]http.Handler {
 	return out
 }
 
-// review wraps obj (and old, for an update or delete) in an AdmissionReview.
-func review(op admissionv1.Operation, kind metav1.GroupVersionKind, name string, obj, old any) []byte {
-	raw := func(o any) runtime.RawExtension {
-		if o == nil {
-			return runtime.RawExtension{}
-		}
-		b, _ := json.Marshal(o)
-		return runtime.RawExtension{Raw: b}
-	}
-	rv := admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "fuzz", Kind: kind, Operation: op, Name: name, Namespace: testNS,
-			Object: raw(obj), OldObject: raw(old)},
-	}
-	b, _ := json.Marshal(rv)
-	return b
-}
+var review = checktest.Review
 
 var (
 	settingGVK = metav1.GroupVersionKind{Group: "migranet.io", Version: "v1beta1", Kind: "Setting"}
-	vmimGVK    = metav1.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstanceMigration"}
+	vmimGVK    = checktest.VMIMKind
 )
 
 // requests builds, from the fuzzer's strings, a review for every operation each webhook judges.
@@ -117,7 +106,7 @@ func requests(name, value string) map[string][][]byte {
 	policy := s.DeepCopy()
 	policy.Name, policy.Default = v1beta1.MigrationPolicy, ""
 	vmim := &kubevirtv1.VirtualMachineInstanceMigration{TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: vmimGVK.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Annotations: map[string]string{ForceCancelAnnotation: value}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Annotations: map[string]string{settings.ForceCancelAnnotation: value}},
 		Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: value, AddedNodeSelector: map[string]string{name: value, "k": name}}}
 	return map[string][][]byte{
 		"setting": {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // brokenReader fails every read, as a cache that cannot be read would.
@@ -44,7 +45,7 @@ func TestIgnoreWebhooksFailOpen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, m, rec, _ := newTestValidator(t)
-			v.Reader = brokenReader{}
+			v.State = &migrationcheck.APIState{Reader: brokenReader{}, KubeVirtNamespace: "kubevirt"}
 			warnings, err := tc.call(v)
 			if err != nil {
 				t.Fatalf("refused on an internal error: %v", err)

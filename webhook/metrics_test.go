@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // memReader answers the reads MigrationValidator makes, from a few objects held in memory: it
@@ -30,6 +31,7 @@ type memReader struct {
 	kv         *kubevirtv1.KubeVirt
 	settings   map[string]*v1beta1.Setting
 	migrations []kubevirtv1.VirtualMachineInstanceMigration
+	nodes      []corev1.Node
 }
 
 func (r *memReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -57,6 +59,16 @@ func (r *memReader) List(_ context.Context, list client.ObjectList, _ ...client.
 		if r.kv != nil {
 			l.Items = []kubevirtv1.KubeVirt{*r.kv}
 		}
+	case *corev1.NodeList:
+		l.Items = r.nodes
+	case *corev1.PodList:
+		// Like a user who may not list pods: room on the nodes is not judged.
+		return apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("memReader keeps no pods"))
+	case *v1beta1.SettingList:
+		l.Items = nil
+		for _, st := range r.settings {
+			l.Items = append(l.Items, *st)
+		}
 	default:
 		return fmt.Errorf("memReader cannot list %T", list)
 	}
@@ -77,19 +89,18 @@ func newTestValidator(t *testing.T) (*MigrationValidator, *Metrics, *record.Fake
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := []*corev1.Node{
-		node("node-0", withLabels("kubernetes.io/hostname", "node-0")),
-		node("node-1", withLabels("kubernetes.io/hostname", "node-1")),
-		node("node-2", withLabels("kubernetes.io/hostname", "node-2")),
-	}
 	r := &memReader{
+		nodes: []corev1.Node{
+			*node("node-0", withLabels("kubernetes.io/hostname", "node-0")),
+			*node("node-1", withLabels("kubernetes.io/hostname", "node-1")),
+			*node("node-2", withLabels("kubernetes.io/hostname", "node-2")),
+		},
 		vmis:     map[string]*kubevirtv1.VirtualMachineInstance{testVMI: vmi("node-0", nil), "pinned": pinnedVMI()},
 		kv:       readyKubeVirt(),
 		settings: map[string]*v1beta1.Setting{},
 	}
 	rec := record.NewFakeRecorder(100)
-	v := &MigrationValidator{Reader: r, Nodes: func() []*corev1.Node { return nodes }, KubeVirtNamespace: "kubevirt",
-		Snapshots: &netcontroller.Store{}, Metrics: m, Recorder: rec}
+	v := &MigrationValidator{State: &migrationcheck.APIState{Reader: r, KubeVirtNamespace: "kubevirt"}, Metrics: m, Recorder: rec}
 	return v, m, rec, r
 }
 
@@ -230,12 +241,12 @@ func TestSettingDeleteAndUnchangedUpdateCounters(t *testing.T) {
 func TestDecisionOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name               string
-		ds                 []Decision
+		ds                 []migrationcheck.Decision
 		wantRule, wantRslt string
 	}{
 		{"nothing violated", nil, RuleNone, ResultAllowed},
-		{"a warning only", []Decision{{Rule: settings.RuleVMIState, Warn: true}}, string(settings.RuleVMIState), ResultWarned},
-		{"the first denial decides over an earlier warning", []Decision{
+		{"a warning only", []migrationcheck.Decision{{Rule: settings.RuleVMIState, Warn: true}}, string(settings.RuleVMIState), ResultWarned},
+		{"the first denial decides over an earlier warning", []migrationcheck.Decision{
 			{Rule: settings.RuleKubeVirtReady, Warn: true}, {Rule: settings.RuleNetworkReady, Deny: true}, {Rule: settings.RuleFeasibleTarget, Deny: true},
 		}, string(settings.RuleNetworkReady), ResultDenied},
 	} {
@@ -270,12 +281,12 @@ func TestMetricsSeriesAndSharing(t *testing.T) {
 	}
 	var none *Metrics
 	none.count(WebhookNAD, RuleNone, ResultAllowed)
-	none.decided(WebhookVMIMCreate, []Decision{{Rule: settings.RuleVMIState, Deny: true}})
+	none.decided(WebhookVMIMCreate, []migrationcheck.Decision{{Rule: settings.RuleVMIState, Deny: true}})
 	none.simple(WebhookKubeVirt, RuleNetworkMismatch, []string{"w"}, nil)
 }
 
 func TestRefusalMessage(t *testing.T) {
-	ds := []Decision{
+	ds := []migrationcheck.Decision{
 		{Rule: settings.RuleKubeVirtReady, Deny: true, Message: "KubeVirt is not ready"},
 		{Rule: settings.RuleFeasibleTarget, Warn: true, Message: "ignored"},
 		{Rule: settings.RuleNetworkReady, Deny: true, Message: "1 of 3 virt-handlers"},
@@ -288,7 +299,7 @@ func TestRefusalMessage(t *testing.T) {
 	if got := RefusalMessage("m1", ds[1:2]); got != "" {
 		t.Errorf("only a warning: got %q, want none", got)
 	}
-	long := RefusalMessage("m1", []Decision{{Rule: settings.RuleFeasibleTarget, Deny: true, Message: strings.Repeat("é", 2000)}})
+	long := RefusalMessage("m1", []migrationcheck.Decision{{Rule: settings.RuleFeasibleTarget, Deny: true, Message: strings.Repeat("é", 2000)}})
 	if len(long) > maxEventMessage || !utf8.ValidString(long) || !strings.HasSuffix(long, "...") {
 		t.Errorf("long message: %d bytes, valid UTF-8 %v, suffix %q", len(long), utf8.ValidString(long), long[len(long)-5:])
 	}
@@ -303,7 +314,7 @@ func BenchmarkCountDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ds := []Decision{{Rule: settings.RuleFeasibleTarget, Deny: true}}
+	ds := []migrationcheck.Decision{{Rule: settings.RuleFeasibleTarget, Deny: true}}
 	b.ReportAllocs()
 	for b.Loop() {
 		m.decided(WebhookVMIMCreate, ds)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // The validators as the API server calls them, over the memReader stand-in for the cache: what
@@ -70,13 +71,12 @@ func TestRefusalStatusCodes(t *testing.T) {
 // settingValidator has three nodes: node-a and node-b run virt-handler (label virt=yes) and carry
 // cluster network "migration"; node-x carries neither.
 func settingValidator(kv *kubevirtv1.KubeVirt) (*SettingValidator, *memReader) {
-	nodes := []*corev1.Node{
-		node("node-a", withLabels("virt", "yes")),
-		node("node-b", withLabels("virt", "yes")),
-		node("node-x", withoutLabel(settings.ClusterNetworkLabelPrefix+testCN)),
-	}
-	r := &memReader{kv: kv, settings: map[string]*v1beta1.Setting{}}
-	return &SettingValidator{Reader: r, Nodes: func() []*corev1.Node { return nodes }, KubeVirtNamespace: "kubevirt"}, r
+	r := &memReader{kv: kv, settings: map[string]*v1beta1.Setting{}, nodes: []corev1.Node{
+		*node("node-a", withLabels("virt", "yes")),
+		*node("node-b", withLabels("virt", "yes")),
+		*node("node-x", withoutLabel(settings.ClusterNetworkLabelPrefix+testCN)),
+	}}
+	return &SettingValidator{Reader: r, State: &migrationcheck.APIState{Reader: r, KubeVirtNamespace: "kubevirt"}}, r
 }
 
 // placedKubeVirt runs virt-handler on the nodes labelled virt=yes.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,7 +26,6 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
@@ -91,7 +92,7 @@ func populate(ctx context.Context, c *cluster.Cluster) error {
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: cluster.KubeVirtName}, kv); err != nil {
 		return err
 	}
-	kv.Status.Conditions = []kubevirtv1.KubeVirtCondition{{Type: kubevirtv1.KubeVirtConditionAvailable, Status: corev1.ConditionTrue, Reason: netcontroller.KubeVirtReadyReason}}
+	kv.Status.Conditions = []kubevirtv1.KubeVirtCondition{{Type: kubevirtv1.KubeVirtConditionAvailable, Status: corev1.ConditionTrue, Reason: settings.KubeVirtReadyReason}}
 	if err := c.Client.Status().Update(ctx, kv); err != nil {
 		return err
 	}
@@ -187,14 +188,14 @@ func createRunningVMI(ctx context.Context, c client.Client, name, node string, s
 }
 
 // readySnapshot is what the network controller publishes once every node is on the network.
-func readySnapshot() (*netcontroller.Snapshot, error) {
+func readySnapshot() (*settings.Snapshot, error) {
 	m, errs := settings.ParseMigrationNetwork(benchNetwork, field.NewPath("value"))
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	h := m.Hash()
 	eligible := admNodes
-	return &netcontroller.Snapshot{Configured: true, Hash: h, AppliedHash: h, Network: settings.NADName(h), ClusterNetwork: m.ClusterNetwork,
+	return &settings.Snapshot{Configured: true, Hash: h, AppliedHash: h, Network: settings.NADName(h), ClusterNetwork: m.ClusterNetwork,
 		Eligible: eligible, Attached: eligible, Ready: true, Reason: "AllNodesAttached"}, nil
 }
 
@@ -264,11 +265,11 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	if err != nil {
 		return "", nil, nil, err
 	}
-	pods, err := webhook.NewPodCache(mgr)
+	pods, err := migrationcheck.NewPodCache(mgr)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: netcontroller.NewStore(snap), Pods: pods}); err != nil {
+	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: settings.NewStore(snap), Pods: pods}); err != nil {
 		return "", nil, nil, err
 	}
 	// The ceiling: a validator for the same kind that admits everything, registered and served

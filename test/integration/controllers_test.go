@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	settingscontroller "github.com/migranet/migranet/settings/controller"
+
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -144,7 +146,7 @@ var _ = Describe("the settings and network controllers", func() {
 		setValue(ctx, ` { "exclude" : [ "192.168.100.1" ], "range":"192.168.100.0/24",
 			"vlan": 100, "clusterNetwork": "migration" } `)
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).
-			WithTimeout(framework.Short).Should(Equal("True/" + settings.ReasonApplied))
+			WithTimeout(framework.Short).Should(Equal("True/" + settingscontroller.ReasonApplied))
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionReady).
 			WithTimeout(framework.Short).Should(Equal("True/" + netcontroller.ReasonReady))
 		Consistently(func(g Gomega) {
@@ -289,7 +291,7 @@ var _ = Describe("the settings and network controllers", func() {
 
 		setValue(ctx, net24)
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).
-			WithTimeout(framework.Short).Should(Equal("False/" + settings.ReasonKubeVirtFailed))
+			WithTimeout(framework.Short).Should(Equal("False/" + settingscontroller.ReasonKubeVirtFailed))
 		Expect(setting(ctx).Status.AppliedHash).To(BeEmpty(), "the hash is recorded only after every step succeeded")
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionReady).
 			WithTimeout(framework.Short).Should(Equal("False/" + netcontroller.ReasonNotApplied))

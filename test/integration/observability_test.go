@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	settingscontroller "github.com/migranet/migranet/settings/controller"
+
 	"github.com/migranet/migranet/settings/status"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -211,7 +213,7 @@ var _ = Describe("observability", func() {
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
 		Eventually(settingEvents).WithContext(ctx).WithArguments(start).WithTimeout(framework.Short).Should(ContainElements(
-			"Normal "+settings.ReasonApplied+": KubeVirt migrations.network points at "+expectedNAD(net24),
+			"Normal "+settingscontroller.ReasonApplied+": KubeVirt migrations.network points at "+expectedNAD(net24),
 			MatchRegexp("^Normal "+netcontroller.ReasonReady+`: all \d+ eligible virt-handlers are on the migration network `+expectedNAD(net24)),
 		))
 		By("no further events while nothing changes")
@@ -276,8 +278,8 @@ var _ = Describe("observability", func() {
 		Expect(delta(decisions(string(settings.RuleFeasibleTarget), webhook.ResultDenied))).To(Equal(4.0))
 		Expect(delta(decisions(webhook.RuleNone, webhook.ResultAllowed))).To(Equal(1.0))
 		Expect(after).To(HaveKey(decisions(string(settings.RuleKubeVirtReady), webhook.ResultWarned)), "every known series exists from the start")
-		for _, key := range []string{reconciles(settings.ControllerName, settings.StepNAD), reconciles(settings.ControllerName, settings.StepKubeVirt),
-			reconciles(settings.ControllerName, settings.StepStatus), reconciles(netcontroller.ControllerName, netcontroller.StepStatus)} {
+		for _, key := range []string{reconciles(settingscontroller.ControllerName, settingscontroller.StepNAD), reconciles(settingscontroller.ControllerName, settingscontroller.StepKubeVirt),
+			reconciles(settingscontroller.ControllerName, settingscontroller.StepStatus), reconciles(netcontroller.ControllerName, netcontroller.StepStatus)} {
 			Expect(after[key]).To(BeNumerically(">", before[key]), key)
 		}
 

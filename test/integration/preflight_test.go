@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/migranet/migranet/webhook/migrationcheck"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -24,12 +26,11 @@ import (
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/framework"
-	"github.com/migranet/migranet/webhook"
 )
 
 // preflightOut is `migranet preflight -o json`'s answer and exit code.
 type preflightOut struct {
-	webhook.PreflightResult
+	migrationcheck.PreflightResult
 	User string `json:"user"`
 	Exit int    `json:"-"`
 }
@@ -196,7 +197,7 @@ var _ = Describe("migranet preflight", func() {
 				g.Expect(ws).To(Equal(want), "warnings")
 				fails := 0
 				for _, rv := range p.Rules {
-					if rv.Verdict == webhook.VerdictFail {
+					if rv.Verdict == migrationcheck.VerdictFail {
 						fails++
 						g.Expect(refusal.Error()).To(ContainSubstring(rv.Message))
 					}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	settingscontroller "github.com/migranet/migranet/settings/controller"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -23,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
@@ -173,11 +174,11 @@ var _ = Describe("least-privilege RBAC", func() {
 
 		setValue(ctx, net24)
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).WithTimeout(framework.Long).
-			Should(Equal("False/" + settings.ReasonKubeVirtFailed))
+			Should(Equal("False/" + settingscontroller.ReasonKubeVirtFailed))
 		Expect(conditionMessage(ctx, v1beta1.ConditionConfigured)).To(ContainSubstring("forbidden"))
 		restore(ctx)
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).WithTimeout(framework.Long).
-			Should(Equal("True/" + settings.ReasonApplied))
+			Should(Equal("True/" + settingscontroller.ReasonApplied))
 		expectForbiddenDuring(from, time.Now())
 	})
 

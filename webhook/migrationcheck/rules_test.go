@@ -8,95 +8,38 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
 )
 
+// The fixtures live in checktest, shared with the webhook's own tests.
 const (
-	testNS   = "ns"
-	testVMI  = "vm"
-	testHash = "0123456789abcdef"
-	testCN   = "migration"
-	testNAD  = "vm-migration-network-0123456789"
+	testNS   = checktest.NS
+	testVMI  = checktest.VMIName
+	testHash = checktest.Hash
+	testCN   = checktest.CN
+	testNAD  = checktest.NAD
 )
 
-type nodeOpt func(*corev1.Node)
+type nodeOpt = checktest.NodeOpt
 
-func withLabels(kv ...string) nodeOpt {
-	return func(n *corev1.Node) {
-		for i := 0; i+1 < len(kv); i += 2 {
-			n.Labels[kv[i]] = kv[i+1]
-		}
-	}
-}
-
-func withoutLabel(k string) nodeOpt { return func(n *corev1.Node) { delete(n.Labels, k) } }
-
-func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }
-
-func noConditions(n *corev1.Node) { n.Status.Conditions = nil }
-
-func cordoned(n *corev1.Node) { n.Spec.Unschedulable = true }
-
-func withTaint(key string, effect corev1.TaintEffect) nodeOpt {
-	return func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Effect: effect}) }
-}
-
-// node builds a Ready, schedulable node carrying the cluster network testCN.
-func node(name string, opts ...nodeOpt) *corev1.Node {
-	n := &corev1.Node{
-		// What virt-handler's node labeller marks every node it can run VMs on with, and what
-		// KubeVirt's target pod selects.
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{settings.ClusterNetworkLabelPrefix + testCN: "true", kubevirtv1.NodeSchedulable: "true"}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
-			{Type: corev1.NodeReady, Status: corev1.ConditionTrue}, // notReady flips index 0
-			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
-		}},
-	}
-	for _, o := range opts {
-		o(n)
-	}
-	return n
-}
-
-func kubeVirt(status corev1.ConditionStatus, reason, message string) *kubevirtv1.KubeVirt {
-	return &kubevirtv1.KubeVirt{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubevirt", Namespace: "kubevirt"},
-		Status: kubevirtv1.KubeVirtStatus{Conditions: []kubevirtv1.KubeVirtCondition{
-			{Type: kubevirtv1.KubeVirtConditionProgressing, Status: corev1.ConditionFalse},
-			{Type: kubevirtv1.KubeVirtConditionAvailable, Status: status, Reason: reason, Message: message},
-		}},
-	}
-}
-
-func readyKubeVirt() *kubevirtv1.KubeVirt {
-	return kubeVirt(corev1.ConditionTrue, netcontroller.KubeVirtReadyReason, "All components are ready.")
-}
-
-func readySnapshot() *netcontroller.Snapshot {
-	return &netcontroller.Snapshot{Configured: true, Hash: testHash, AppliedHash: testHash, Network: testNAD, ClusterNetwork: testCN,
-		Eligible: 3, Attached: 3, Ready: true, Reason: netcontroller.ReasonReady}
-}
-
-func vmi(nodeName string, sel map[string]string) *kubevirtv1.VirtualMachineInstance {
-	return &kubevirtv1.VirtualMachineInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: testVMI, Namespace: testNS},
-		Spec:       kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: sel},
-		Status:     kubevirtv1.VirtualMachineInstanceStatus{NodeName: nodeName},
-	}
-}
-
-func vmim(name, vmiName string, phase kubevirtv1.VirtualMachineInstanceMigrationPhase) *kubevirtv1.VirtualMachineInstanceMigration {
-	return &kubevirtv1.VirtualMachineInstanceMigration{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-" + name)},
-		Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: vmiName},
-		Status:     kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: phase},
-	}
-}
+var (
+	withLabels    = checktest.WithLabels
+	withoutLabel  = checktest.WithoutLabel
+	notReady      = checktest.NotReady
+	noConditions  = checktest.NoConditions
+	cordoned      = checktest.Cordoned
+	withTaint     = checktest.WithTaint
+	node          = checktest.Node
+	kubeVirt      = checktest.KubeVirt
+	readyKubeVirt = checktest.ReadyKubeVirt
+	readySnapshot = checktest.ReadySnapshot
+	vmi           = checktest.VMI
+	vmim          = checktest.VMIM
+	postCopyVMI   = checktest.PostCopyVMI
+)
 
 // baseCreate is a create every rule admits: KubeVirt ready, network Ready, VMI on node-0, two
 // other candidate nodes.
@@ -157,8 +100,8 @@ func policy(modes map[settings.Rule]settings.Mode, exempt ...string) *settings.M
 
 func allModes(m settings.Mode) map[settings.Rule]settings.Mode {
 	out := map[settings.Rule]settings.Mode{}
-	for _, r := range settings.Rules {
-		out[r] = m
+	for _, r := range settings.RuleNames() {
+		out[settings.Rule(r)] = m
 	}
 	return out
 }
@@ -195,7 +138,7 @@ func TestEvaluateCreate(t *testing.T) {
 
 		// 2. networkReady
 		{name: "network not configured ignores the snapshot", modify: func(in *CreateInput) {
-			in.CurrentHash, in.Network = "", &netcontroller.Snapshot{Reason: netcontroller.ReasonNodesNotAttached}
+			in.CurrentHash, in.Network = "", &settings.Snapshot{Reason: "NodesNotAttached"}
 		}},
 		{name: "network not configured, no snapshot", modify: func(in *CreateInput) { in.CurrentHash, in.Network = "", nil }},
 		{name: "network configured, no snapshot", modify: func(in *CreateInput) { in.Network = nil },
@@ -206,13 +149,13 @@ func TestEvaluateCreate(t *testing.T) {
 			in.Network.AppliedHash, in.Network.Attached, in.Network.Ready = "old", 1, false
 		}, want: []want{deny(netRule, "", "1 of 3 virt-handlers are on the migration network", retry, "not applied")}},
 		{name: "virt-handlers rolling", modify: func(in *CreateInput) {
-			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, netcontroller.ReasonNodesNotAttached
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, "NodesNotAttached"
 		}, want: []want{deny(netRule, "", "2 of 3 virt-handlers are on the migration network "+testNAD+"; "+retry)}},
 		{name: "snapshot not Ready for another reason", modify: func(in *CreateInput) {
 			in.Network.Ready, in.Network.Reason, in.Network.Message = false, "SomethingElse", "details here"
 		}, want: []want{deny(netRule, "", "3 of 3", retry, "SomethingElse: details here")}},
 		{name: "snapshot not Ready only because of KubeVirt is rule 1's business", modify: func(in *CreateInput) {
-			in.Network.Ready, in.Network.Reason = false, netcontroller.ReasonKubeVirtNotReady
+			in.Network.Ready, in.Network.Reason = false, settings.ReasonKubeVirtNotReady
 			in.KubeVirt = kubeVirt(corev1.ConditionFalse, "DeploymentInProgress", "")
 		}, want: []want{deny(kvRule, "", "DeploymentInProgress")}},
 
@@ -405,7 +348,7 @@ func TestEvaluateCreateNoPanic(t *testing.T) {
 		{},
 		{VMIM: &kubevirtv1.VirtualMachineInstanceMigration{}},
 		{VMIM: &kubevirtv1.VirtualMachineInstanceMigration{}, VMI: &kubevirtv1.VirtualMachineInstance{}, CurrentHash: "x",
-			Network: &netcontroller.Snapshot{}, KubeVirt: &kubevirtv1.KubeVirt{}, Nodes: []*corev1.Node{{}, nil},
+			Network: &settings.Snapshot{}, KubeVirt: &kubevirtv1.KubeVirt{}, Nodes: []*corev1.Node{{}, nil},
 			OtherMigrations: []*kubevirtv1.VirtualMachineInstanceMigration{{}, nil}},
 	}
 	for i, in := range inputs {
@@ -417,14 +360,6 @@ func TestEvaluateCreateNoPanic(t *testing.T) {
 			t.Errorf("input %d: empty objects must be refused, got nothing", i)
 		}
 	}
-}
-
-func postCopyVMI(uid types.UID) *kubevirtv1.VirtualMachineInstance {
-	v := vmi("node-0", nil)
-	v.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
-		Mode: kubevirtv1.MigrationPostCopy, MigrationUID: uid, SourceNode: "node-0", TargetNode: "node-1",
-	}
-	return v
 }
 
 func TestEvaluateDelete(t *testing.T) {
@@ -449,13 +384,13 @@ func TestEvaluateDelete(t *testing.T) {
 		{name: "migrationUID unset protects any VMIM of the VMI", modify: func(in *DeleteInput) { in.VMI.Status.MigrationState.MigrationUID = "" },
 			want: []want{deny(pc, fieldForceCancel, "loses the VM")}},
 		{name: "force-cancel true", modify: func(in *DeleteInput) {
-			in.VMIM.Annotations = map[string]string{ForceCancelAnnotation: "true"}
+			in.VMIM.Annotations = map[string]string{settings.ForceCancelAnnotation: "true"}
 		}},
 		{name: "force-cancel false", modify: func(in *DeleteInput) {
-			in.VMIM.Annotations = map[string]string{ForceCancelAnnotation: "false"}
+			in.VMIM.Annotations = map[string]string{settings.ForceCancelAnnotation: "false"}
 		}, want: []want{deny(pc, fieldForceCancel, `the annotation is "false"; only "true" forces`)}},
 		{name: "force-cancel other spelling", modify: func(in *DeleteInput) {
-			in.VMIM.Annotations = map[string]string{ForceCancelAnnotation: "True"}
+			in.VMIM.Annotations = map[string]string{settings.ForceCancelAnnotation: "True"}
 		}, want: []want{deny(pc, fieldForceCancel, `the annotation is "True"`)}},
 		{name: "warn mode", modify: func(in *DeleteInput) {
 			in.Policy = policy(map[settings.Rule]settings.Mode{pc: settings.ModeWarn})
@@ -473,67 +408,6 @@ func TestEvaluateDelete(t *testing.T) {
 			in := base()
 			tc.modify(&in)
 			checkDecisions(t, EvaluateDelete(in), tc.want)
-		})
-	}
-}
-
-func TestValidateNADDelete(t *testing.T) {
-	for _, tc := range []struct {
-		name, active string
-		refused      bool
-	}{
-		{testNAD, testNAD, true},
-		{testNAD, "", false},
-		{testNAD, "vm-migration-network-ffffffffff", false},
-		{"", "", false},
-	} {
-		err := ValidateNADDelete(tc.name, tc.active)
-		if (err != nil) != tc.refused {
-			t.Errorf("ValidateNADDelete(%q, %q) = %v, want refused=%v", tc.name, tc.active, err, tc.refused)
-		}
-		if err != nil && !strings.Contains(err.Error(), "change or clear the setting vm-migration-network") {
-			t.Errorf("message %q does not say what to do", err)
-		}
-	}
-}
-
-func kvWithNetwork(network *string) *kubevirtv1.KubeVirt {
-	kv := readyKubeVirt()
-	kv.Spec.Configuration.MigrationConfiguration = &kubevirtv1.MigrationConfiguration{Network: network}
-	return kv
-}
-
-func TestKubeVirtUpdateWarnings(t *testing.T) {
-	nad, other, empty := testNAD, "hand-made", ""
-	tests := []struct {
-		name     string
-		old, new *kubevirtv1.KubeVirt
-		want     string
-		warn     []string
-	}{
-		{name: "changed to another NAD", old: kvWithNetwork(&nad), new: kvWithNetwork(&other), want: nad,
-			warn: []string{`is "hand-made"`, "will put it back to " + nad, "change the setting vm-migration-network instead"}},
-		{name: "removed by hand", old: kvWithNetwork(&nad), new: kvWithNetwork(nil), want: nad,
-			warn: []string{"is unset", "put it back to " + nad}},
-		{name: "set while the setting is empty", old: readyKubeVirt(), new: kvWithNetwork(&other), want: "",
-			warn: []string{`is "hand-made"`, "unset it again"}},
-		{name: "empty string reads as unset", old: readyKubeVirt(), new: kvWithNetwork(&empty), want: ""},
-		{name: "changed to what the setting says", old: kvWithNetwork(&other), new: kvWithNetwork(&nad), want: nad},
-		{name: "unrelated update", old: kvWithNetwork(&other), new: kvWithNetwork(&other), want: nad},
-		{name: "no old object", old: nil, new: kvWithNetwork(&other), want: nad, warn: []string{`is "hand-made"`}},
-		{name: "no new object", old: kvWithNetwork(&other), new: nil, want: nad},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := KubeVirtUpdateWarnings(tc.old, tc.new, tc.want)
-			if (len(got) > 0) != (len(tc.warn) > 0) || len(got) > 1 {
-				t.Fatalf("warnings %q, want %d matching %q", got, min(len(tc.warn), 1), tc.warn)
-			}
-			for _, sub := range tc.warn {
-				if !strings.Contains(got[0], sub) {
-					t.Errorf("warning %q does not contain %q", got[0], sub)
-				}
-			}
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package webhook
+package migrationcheck_test
 
 import (
 	"bytes"
@@ -11,11 +11,13 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/webhook"
+	"github.com/migranet/migranet/webhook/migrationcheck"
+	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
 )
 
 // admitAll is the no-op validator make bench measures migranet's against.
@@ -38,37 +40,16 @@ func (admitAll) ValidateDelete(context.Context, runtime.Object) (admission.Warni
 // way: the server side of a review without the machine's noise. Each iteration is three creates
 // and one cancel of an in-flight pre-copy migration, as in make bench.
 func BenchmarkReviewWorstCase(b *testing.B) {
-	in := worstCase()
-	vmis := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, nil)
-	vmims := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{vmimByVMI: func(obj any) ([]string, error) {
-		m := obj.(*kubevirtv1.VirtualMachineInstanceMigration)
-		return []string{m.Namespace + "/" + m.Spec.VMIName}, nil
-	}})
-	in.VMI.Status.Phase = kubevirtv1.Running
-	_ = vmis.Add(in.VMI)
-	running := vmi("node-0010", nil)
-	running.Name = "running"
-	running.Status = kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, NodeName: "node-0010",
-		MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{Mode: kubevirtv1.MigrationPreCopy, SourceNode: "node-0010", TargetNode: "node-0999"}}
-	_ = vmis.Add(running)
-	inflight := vmim("old", "running", kubevirtv1.MigrationRunning)
-	_ = vmims.Add(inflight)
-	st := &nodeState{nodes: in.Nodes, index: in.index}
-	snap := *readySnapshot()
-	v := &MigrationValidator{KubeVirtNamespace: "kubevirt", Snapshots: netcontroller.NewStore(&snap), Pods: in.Pods,
-		nodeState: func() *nodeState { return st }, stores: &lookup{vmis: vmis, vmims: vmims},
-		kubeVirt:     func(context.Context) (*kubeVirtView, error) { return &kubeVirtView{kv: in.KubeVirt}, nil },
-		settingsView: func(context.Context) (*settingsView, error) { return &settingsView{hash: testHash}, nil }}
-	scheme, err := NewScheme()
+	st, create, cancel := migrationcheck.WorstCaseState()
+	v := &webhook.MigrationValidator{State: st}
+	scheme, err := settings.NewScheme()
 	if err != nil {
 		b.Fatal(err)
 	}
-	create := in.VMIM.DeepCopy()
-	create.TypeMeta = metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: vmimGVK.Kind}
-	cancel := inflight.DeepCopy()
+	create.TypeMeta = metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: checktest.VMIMKind.Kind}
 	cancel.TypeMeta = create.TypeMeta
-	bodies := [][]byte{review(admissionv1.Create, vmimGVK, create.Name, create, nil), review(admissionv1.Create, vmimGVK, create.Name, create, nil),
-		review(admissionv1.Create, vmimGVK, create.Name, create, nil), review(admissionv1.Delete, vmimGVK, cancel.Name, nil, cancel)}
+	bodies := [][]byte{checktest.Review(admissionv1.Create, checktest.VMIMKind, create.Name, create, nil), checktest.Review(admissionv1.Create, checktest.VMIMKind, create.Name, create, nil),
+		checktest.Review(admissionv1.Create, checktest.VMIMKind, create.Name, create, nil), checktest.Review(admissionv1.Delete, checktest.VMIMKind, cancel.Name, nil, cancel)}
 	for _, c := range []struct {
 		name string
 		v    admission.CustomValidator
