@@ -1,13 +1,14 @@
 package netcontroller
 
 import (
-	"github.com/migranet/migranet/settings"
 	"context"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/migranet/migranet/settings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -28,7 +28,7 @@ func TestObserveClusterNetwork(t *testing.T) {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{settings.VirtHandlerLabel: settings.VirtHandlerValue},
 				Annotations: map[string]string{
-					settings.NetworksAnnotation:                  nad + "@" + settings.MigrationInterface,
+					settings.NetworksAnnotation:         nad + "@" + settings.MigrationInterface,
 					"k8s.v1.cni.cncf.io/network-status": `[{"name":"kubevirt/` + nad + `","interface":"migration0","ips":["` + ip + `"]}]`,
 				}},
 			Spec:   corev1.PodSpec{NodeName: node},

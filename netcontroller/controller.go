@@ -69,7 +69,9 @@ func watchNetwork(b *builder.Builder, kubevirtNamespace string) *builder.Builder
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
 	})
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == kubevirtNamespace })
-	isHandler := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[settings.VirtHandlerLabel] == settings.VirtHandlerValue })
+	isHandler := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetLabels()[settings.VirtHandlerLabel] == settings.VirtHandlerValue
+	})
 	return b.For(&v1beta1.Setting{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetName() == v1beta1.MigrationNetwork
 	}))).

@@ -1,13 +1,14 @@
 package netcontroller
 
 import (
-	"github.com/migranet/migranet/settings"
 	"context"
 	"fmt"
 	"math/big"
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/migranet/migranet/settings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"

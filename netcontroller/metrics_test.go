@@ -1,11 +1,12 @@
 package netcontroller
 
 import (
-	"github.com/migranet/migranet/settings"
 	"errors"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/migranet/migranet/settings"
 
 	"github.com/migranet/migranet/settings/status"
 

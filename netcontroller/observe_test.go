@@ -1,10 +1,11 @@
 package netcontroller
 
 import (
-	"github.com/migranet/migranet/settings"
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/migranet/migranet/settings"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
