@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migranet/migranet/settings"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/settings"
 )
 
 // poolAPI stands in for the API server's whereabouts IPPools and pods (only the calls the

@@ -3,9 +3,8 @@ package netcontroller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/migranet/migranet/settings/status"
-
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/status"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 

@@ -6,16 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migranet/migranet/settings"
-
-	"github.com/migranet/migranet/settings/status"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/status"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 

@@ -3,11 +3,10 @@ package netcontroller
 import (
 	"context"
 
-	"github.com/migranet/migranet/settings"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 

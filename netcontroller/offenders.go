@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/migranet/migranet/settings/status"
-
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/guard"
+	"github.com/migranet/migranet/settings/status"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 

@@ -5,12 +5,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // ReasonMigrationRefused is the reason of the Warning event a refused migration leaves on its VMI.

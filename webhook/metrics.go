@@ -3,11 +3,9 @@ package webhook
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
-	"github.com/migranet/migranet/settings/status"
-
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // MetricAdmissionDecisions is the name of the counter of admission decisions.

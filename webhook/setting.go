@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // +kubebuilder:webhook:path=/validate-migranet-io-v1beta1-setting,mutating=false,failurePolicy=fail,sideEffects=None,groups=migranet.io,resources=settings,verbs=create;update;delete,versions=v1beta1,name=settings.migranet.io,admissionReviewVersions=v1,timeoutSeconds=10

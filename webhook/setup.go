@@ -3,9 +3,6 @@ package webhook
 import (
 	"context"
 
-	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -13,7 +10,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // Options configure the admission webhooks.

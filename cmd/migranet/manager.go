@@ -10,11 +10,6 @@ import (
 	"os"
 	"time"
 
-	settingscontroller "github.com/migranet/migranet/settings/controller"
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
-	"github.com/migranet/migranet/settings/status"
-
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,9 +23,12 @@ import (
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
+	settingscontroller "github.com/migranet/migranet/settings/controller"
 	"github.com/migranet/migranet/settings/guard"
+	"github.com/migranet/migranet/settings/status"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // managerFlags are the manager's command-line options.

@@ -6,9 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
 	"github.com/migranet/migranet/cmd/migranet/status"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // preflightReport is what migranet preflight prints.

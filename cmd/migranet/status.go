@@ -14,9 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,8 +30,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/migranet/migranet/cmd/migranet/status"
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 const statusUsage = `Usage: migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-w] [-o table|json] [--request-timeout 30s]

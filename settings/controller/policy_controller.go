@@ -3,15 +3,14 @@ package controller
 import (
 	"context"
 
-	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/status"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/status"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,6 +29,7 @@ import (
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/framework"
 	"github.com/migranet/migranet/webhook"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // The cluster both admission cases run against.

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	settingscontroller "github.com/migranet/migranet/settings/controller"
-
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
+	settingscontroller "github.com/migranet/migranet/settings/controller"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"

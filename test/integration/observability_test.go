@@ -13,10 +13,6 @@ import (
 	"strings"
 	"time"
 
-	settingscontroller "github.com/migranet/migranet/settings/controller"
-
-	"github.com/migranet/migranet/settings/status"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -27,6 +23,8 @@ import (
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
+	settingscontroller "github.com/migranet/migranet/settings/controller"
+	"github.com/migranet/migranet/settings/status"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/framework"
 	"github.com/migranet/migranet/webhook"

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/migranet/migranet/webhook/migrationcheck"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -26,6 +24,7 @@ import (
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // preflightOut is `migranet preflight -o json`'s answer and exit code.

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	settingscontroller "github.com/migranet/migranet/settings/controller"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -25,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	settingscontroller "github.com/migranet/migranet/settings/controller"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"

@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migranet/migranet/settings/status"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings/status"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
 )
