@@ -555,3 +555,17 @@ func BenchmarkEvaluateCreateWorstCaseCold(b *testing.B) {
 	}
 	b.ReportMetric(float64(cold.Nanoseconds())/float64(b.N), "cold-ns/create")
 }
+
+// TestEveryCreateRuleHasACheck: the fault it catches is a create rule added to the registry
+// (settings/rules.go) without its check here, which would admit every migration under that rule.
+func TestEveryCreateRuleHasACheck(t *testing.T) {
+	in := baseCreate()
+	for _, r := range settings.RulesOn(settings.OnCreate) {
+		if _, ok := checkCreate(r, &in); !ok {
+			t.Errorf("create rule %s has no check in checkCreate", r)
+		}
+	}
+	if _, ok := checkCreate(settings.RulePostCopyCancel, &in); ok {
+		t.Errorf("the cancel rule %s is checked on create", settings.RulePostCopyCancel)
+	}
+}

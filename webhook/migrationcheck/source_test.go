@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 )
 
@@ -29,7 +28,7 @@ func TestSourceOnClusterNetwork(t *testing.T) {
 			"no uplink", "attach node-0 to the cluster network migration"}}}},
 		{"as the network controller reports it: the source not attached (NoClusterNetwork), its own reason first", func(in *CreateInput) {
 			offSource(in)
-			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, netcontroller.ReasonNodesNotAttached
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, "NodesNotAttached"
 		}, []want{{rule: settings.RuleNetworkReady, deny: true, msg: []string{"runs on node-0, which does not carry"}}}},
 		{"label false counts as not carried", func(in *CreateInput) { in.Nodes[0].Labels[settings.ClusterNetworkLabelPrefix+testCN] = "false" },
 			[]want{{rule: settings.RuleNetworkReady, deny: true, msg: []string{"runs on node-0, which does not carry"}}}},
