@@ -32,7 +32,6 @@ const (
 	ReasonInvalidValue     = "InvalidValue"
 	ReasonSufficient       = "Sufficient"
 	ReasonLowCapacity      = "LowCapacity"
-	fieldManager           = "migranet-netcontroller"
 )
 
 // Controller observes the migration network (see the package documentation).
@@ -84,12 +83,12 @@ func settingKey() metav1.ObjectMeta { return metav1.ObjectMeta{Name: v1beta1.Mig
 
 // observeSetting reads, from the cache, what an observation needs and judges it.
 func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*settings.Snapshot, Input, *settings.MigrationNetwork, Observation, error) {
-	in, kv, m, err := gather(ctx, c, kubevirtNamespace, s)
+	in, kv, eff, err := gather(ctx, c, kubevirtNamespace, s)
 	if err != nil {
 		return nil, in, nil, Observation{}, err
 	}
 	obs := Observe(in)
-	return judge(s, m, kv, obs), in, m, obs, nil
+	return judge(s, eff, kv, obs), in, eff.Network, obs, nil
 }
 
 // Reconcile observes and writes the network part of the status (the Observer, on every replica,
@@ -110,7 +109,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	conds, fields, capacity := statusOf(snap, m, obs)
 	r.Metrics.observed(snap, capacity)
 	r.recordTransitions(s, conds)
-	err = status.ApplyStatus(ctx, r.Client, s, fieldManager, conds, fields)
+	err = status.ApplyStatus(ctx, r.Client, s, status.FieldManagerNetwork, conds, fields)
 	r.Metrics.step(StepStatus, err)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -160,7 +159,7 @@ func (r *Controller) cleanOnce(ctx context.Context, snap *settings.Snapshot, in 
 }
 
 // gather reads, from the cache, what Observe needs.
-func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (Input, *kubevirtv1.KubeVirt, *settings.MigrationNetwork, error) {
+func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (Input, *kubevirtv1.KubeVirt, settings.Effective, error) {
 	in := Input{Namespace: kubevirtNamespace}
 	eff := settings.EffectiveNetwork(s)
 	m := eff.Network
@@ -172,35 +171,32 @@ func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v
 	nodes := &corev1.NodeList{}
 	// Read-only from here on: no deep copy of every node and pod per reconcile.
 	if err := c.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return in, nil, nil, err
+		return in, nil, eff, err
 	}
 	for i := range nodes.Items {
 		in.Nodes = append(in.Nodes, &nodes.Items[i])
 	}
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(kubevirtNamespace), client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
-		return in, nil, nil, err
+		return in, nil, eff, err
 	}
 	for i := range pods.Items {
 		in.Pods = append(in.Pods, &pods.Items[i])
 	}
 	kv, err := settings.KubeVirtCR(ctx, c, kubevirtNamespace)
 	if err != nil {
-		return in, nil, nil, err
+		return in, nil, eff, err
 	}
-	if kv != nil {
-		if w := kv.Spec.Workloads; w != nil && w.NodePlacement != nil {
-			in.NodeSelector = w.NodePlacement.NodeSelector
-		}
-	}
-	return in, kv, m, nil
+	in.NodeSelector = settings.WorkloadsNodeSelector(kv)
+	return in, kv, eff, nil
 }
 
 // judge turns an observation into the snapshot and the Ready condition's reason and message.
-func judge(s *v1beta1.Setting, m *settings.MigrationNetwork, kv *kubevirtv1.KubeVirt, obs Observation) *settings.Snapshot {
+func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, obs Observation) *settings.Snapshot {
+	m := eff.Network
 	snap := &settings.Snapshot{Configured: m != nil, AppliedHash: s.Status.AppliedHash, Eligible: obs.Eligible, Attached: obs.Attached}
 	if m != nil {
-		snap.Hash, snap.Network, snap.ClusterNetwork = m.Hash(), settings.NADName(m.Hash()), m.ClusterNetwork
+		snap.Hash, snap.Network, snap.ClusterNetwork = eff.Hash, eff.NAD, m.ClusterNetwork
 	}
 	kvReady, kvWhy := settings.KubeVirtReady(kv)
 	switch {

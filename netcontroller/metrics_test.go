@@ -30,7 +30,7 @@ func observeInto(t *testing.T, m *Metrics, value string, pods ...*corev1.Pod) []
 	if mn != nil {
 		in.Network, in.Range = "net-a", netip.MustParsePrefix("192.168.100.0/24")
 	}
-	snap := judge(s, mn, kubeVirt("True", settings.KubeVirtReadyReason), Observe(in))
+	snap := judge(s, settings.EffectiveOf(mn), kubeVirt("True", settings.KubeVirtReadyReason), Observe(in))
 	conds, _, capacity := statusOf(snap, mn, Observe(in))
 	m.observed(snap, capacity)
 	return conds

@@ -29,7 +29,6 @@ const (
 	ReasonForeignAttached  = "OtherWorkloadsAttached"
 	ReasonNoMigrationNAD   = "NoMigrationNetwork"
 	EventForeignAttachment = "MigrationNetworkAttached"
-	guardFieldManager      = "migranet-guard"
 	// offendersListed caps the names in the condition's message.
 	offendersListed = 5
 )
@@ -98,7 +97,7 @@ func (o *Offenders) Scan(ctx context.Context, names []string) error {
 		return client.IgnoreNotFound(err)
 	}
 	cond := ExclusiveCondition(o.KubeVirtNamespace, names, pods, vmis)
-	return status.ApplyStatus(ctx, o.Client, s, guardFieldManager, []metav1.Condition{cond}, nil)
+	return status.ApplyStatus(ctx, o.Client, s, status.FieldManagerGuard, []metav1.Condition{cond}, nil)
 }
 
 // ExclusiveCondition says whether only virt-handlers attach the migration NADs names; pods and

@@ -108,3 +108,11 @@ const maxName = 253
 
 // ShortenName cuts an object name for echoing in a message.
 func ShortenName(s string) string { return shortenTo(s, maxName) }
+
+// Plural is one when n is 1, else many: "1 node", "2 nodes".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

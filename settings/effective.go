@@ -26,8 +26,17 @@ func (e Effective) Disabled() bool { return e.Network == nil && len(e.Errs) == 0
 // disabled.
 func EffectiveNetwork(s *v1beta1.Setting) Effective {
 	m, errs := ParseMigrationNetwork(EffectiveValue(s), field.NewPath("value"))
-	if len(errs) > 0 || m == nil {
+	if len(errs) > 0 {
 		return Effective{Errs: errs}
+	}
+	return EffectiveOf(m)
+}
+
+// EffectiveOf derives, once, the hash and NAD name of a parsed network; nil is disabled. Everything
+// downstream (the NAD render, the applied hash, the readiness snapshot) takes them from here.
+func EffectiveOf(m *MigrationNetwork) Effective {
+	if m == nil {
+		return Effective{}
 	}
 	h := m.Hash()
 	return Effective{Network: m, Hash: h, NAD: NADName(h)}

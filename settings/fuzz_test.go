@@ -111,7 +111,7 @@ func fuzzCluster(cn string, n int, flags uint8, sel string) *Cluster {
 // checkRender renders two equivalent values and checks the NADs are identical and well formed.
 func checkRender(t *testing.T, a, b *MigrationNetwork) {
 	t.Helper()
-	na, nb := RenderNAD(a, "kubevirt"), RenderNAD(b, "kubevirt")
+	na, nb := RenderNAD(EffectiveOf(a), "kubevirt"), RenderNAD(EffectiveOf(b), "kubevirt")
 	if na.Name != nb.Name || na.Spec.Config != nb.Spec.Config || na.Labels[LabelHash] != nb.Labels[LabelHash] {
 		t.Fatalf("equivalent values render differently:\n%+v\n%+v", na, nb)
 	}

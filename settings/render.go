@@ -93,19 +93,20 @@ func NADConfig(m *MigrationNetwork) string {
 	return string(b)
 }
 
-// RenderNAD renders the NetworkAttachmentDefinition for m in namespace (KubeVirt's), as a pure
-// function of m's canonical value: name NADName(m.Hash()), labels managed-by, hash and role, annotations
-// full hash, system network and Harvester's migration-network marker, spec.config NADConfig(m).
-// Validate m first; RenderNAD renders whatever it is given. A nil m (disabled) renders nil.
-func RenderNAD(m *MigrationNetwork, namespace string) *nadv1.NetworkAttachmentDefinition {
+// RenderNAD renders the NetworkAttachmentDefinition of e's network in namespace (KubeVirt's), as a
+// pure function of its canonical value: name e.NAD, labels managed-by, hash and role, annotations
+// full hash, system network and Harvester's migration-network marker, spec.config NADConfig.
+// Validate the network first; RenderNAD renders whatever it is given. Disabled renders nil.
+func RenderNAD(e Effective, namespace string) *nadv1.NetworkAttachmentDefinition {
+	m := e.Network
 	if m == nil {
 		return nil
 	}
-	hash := m.Hash()
+	hash := e.Hash
 	return &nadv1.NetworkAttachmentDefinition{
 		TypeMeta: metav1.TypeMeta{APIVersion: nadv1.SchemeGroupVersion.String(), Kind: "NetworkAttachmentDefinition"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      NADName(hash),
+			Name:      e.NAD,
 			Namespace: namespace,
 			Labels: map[string]string{
 				LabelManagedBy: ManagedBy,

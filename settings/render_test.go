@@ -49,7 +49,7 @@ func TestRenderNADExpected(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if d := gocmp.Diff(tc.want, RenderNAD(mustParse(t, tc.raw), "kubevirt")); d != "" {
+			if d := gocmp.Diff(tc.want, RenderNAD(EffectiveOf(mustParse(t, tc.raw)), "kubevirt")); d != "" {
 				t.Errorf("RenderNAD (-want +got):\n%s", d)
 			}
 		})
@@ -58,7 +58,7 @@ func TestRenderNADExpected(t *testing.T) {
 
 func TestRenderNAD(t *testing.T) {
 	m := mustParse(t, validValue)
-	nad := RenderNAD(m, "kubevirt")
+	nad := RenderNAD(EffectiveOf(m), "kubevirt")
 	// printf '%s' "$validValue" | sha256sum (validValue is already canonical)
 	const hash = "d37a915f8284b3de95dc96b6c15f56d662a0e493c55db7dd64148f97962a9fa1"
 	if nad.Name != "vm-migration-network-d37a915f82" || nad.Name != NADName(hash) || nad.Namespace != "kubevirt" {
@@ -77,23 +77,23 @@ func TestRenderNAD(t *testing.T) {
 		t.Errorf("config\n got %s\nwant %s", nad.Spec.Config, wantConfig)
 	}
 	// vlan 0, mtu 0 and no excludes are omitted.
-	cfg := RenderNAD(mustParse(t, `{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24","exclude":[]}`), "ns").Spec.Config
+	cfg := RenderNAD(EffectiveOf(mustParse(t, `{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24","exclude":[]}`)), "ns").Spec.Config
 	if want := `{"cniVersion":"0.3.1","type":"bridge","bridge":"m-br","promiscMode":true,"ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`; cfg != want {
 		t.Errorf("config\n got %s\nwant %s", cfg, want)
 	}
 	// Same canonical value, same bytes; a different value, a different name.
 	other := mustParse(t, "{ \"mtu\":9000, \"exclude\":[\"192.168.100.1\"], \"range\":\"192.168.100.0/24\", \"vlan\":100, \"clusterNetwork\":\"migration\" }")
-	if d := gocmp.Diff(nad, RenderNAD(other, "kubevirt")); d != "" {
+	if d := gocmp.Diff(nad, RenderNAD(EffectiveOf(other), "kubevirt")); d != "" {
 		t.Errorf("equivalent values render differently:\n%s", d)
 	}
-	if RenderNAD(mustParse(t, strings.Replace(validValue, "100,", "101,", 1)), "kubevirt").Name == nad.Name {
+	if RenderNAD(EffectiveOf(mustParse(t, strings.Replace(validValue, "100,", "101,", 1))), "kubevirt").Name == nad.Name {
 		t.Error("a different value must get a different NAD name")
 	}
 	var decoded map[string]any
 	if err := json.Unmarshal([]byte(nad.Spec.Config), &decoded); err != nil {
 		t.Errorf("config is not JSON: %v", err)
 	}
-	if RenderNAD(nil, "kubevirt") != nil {
+	if RenderNAD(EffectiveOf(nil), "kubevirt") != nil {
 		t.Error("disabled must render nil")
 	}
 	if NADName("abc") != "vm-migration-network-abc" || HashLabelValue("abc") != "abc" {

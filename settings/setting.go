@@ -9,8 +9,18 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// OwnedSettings are the names of the settings migranet owns.
+// OwnedSettings are the names of the settings migranet owns; the manager creates each with its
+// DefaultOf.
 var OwnedSettings = []string{v1beta1.MigrationNetwork, v1beta1.MigrationPolicy}
+
+// DefaultOf is the default value of the owned setting name: none for vm-migration-network
+// (migrations use the pod network), every rule at its default for migration-policy.
+func DefaultOf(name string) string {
+	if name == v1beta1.MigrationPolicy {
+		return DefaultMigrationPolicy()
+	}
+	return ""
+}
 
 // EffectiveValue is the value in force: Value when it holds more than whitespace, else Default.
 func EffectiveValue(s *v1beta1.Setting) string {

@@ -64,7 +64,7 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "migranet-system"), "namespace migranet runs in: its leader-election lease and webhook certificate Secret live there (default: $POD_NAMESPACE)")
-	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", "kubevirt", "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
+	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
 	fs.StringVar(&f.whereaboutsNamespace, "whereabouts-namespace", "kube-system", "namespace where whereabouts keeps its IPPools (stale pools of previous migration ranges are deleted there)")
 	fs.StringVar(&f.webhookHost, "webhook-host", "", "address the webhook server binds (default all; dev: 127.0.0.1)")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "port of the webhook server (dev: 0 picks a free one)")
@@ -192,7 +192,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 			return fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-settings"),
+	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerSettings),
 		KubeVirtNamespace: f.kubevirtNamespace, Metrics: settingsMetrics,
 		Guard: &guard.Params{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
 	}).SetupWithManager(mgr); err != nil {
@@ -205,13 +205,13 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err := observer.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network observer: %w", err)
 	}
-	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-netcontroller"),
+	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerNetwork),
 		KubeVirtNamespace: f.kubevirtNamespace,
 		APIReader:         mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network controller: %w", err)
 	}
 	if err := mgr.Add(&netcontroller.Offenders{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorderFor("migranet-guard"), KubeVirtNamespace: f.kubevirtNamespace,
+		Recorder: mgr.GetEventRecorderFor(status.FieldManagerGuard), KubeVirtNamespace: f.kubevirtNamespace,
 		Interval: f.guardScan, Metrics: netMetrics}); err != nil {
 		return fmt.Errorf("setting up the offender scan: %w", err)
 	}

@@ -137,10 +137,10 @@ func whoAmI(ctx context.Context, c client.Client) (authenticationv1.UserInfo, er
 }
 
 func parsePreflightFlags(args []string) (*preflightFlags, error) {
-	f := &preflightFlags{kubevirtNamespace: "kubevirt"}
+	f := &preflightFlags{kubevirtNamespace: settings.DefaultKubeVirtNamespace}
 	fs := flag.NewFlagSet("migranet preflight", flag.ContinueOnError)
 	timeout := f.registerCluster(fs)
-	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", "kubevirt", "")
+	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "")
 	fs.Func("target-selector", "", func(v string) error {
 		sel, err := parseTargetSelector(v)
 		f.targetSelector = sel

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/migranet/migranet/cmd/migranet/status"
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
@@ -30,7 +31,7 @@ func (r preflightReport) print(w io.Writer, format string) error {
 	case !r.Admitted:
 		verdict = "REFUSED"
 	case len(r.Warnings) > 0:
-		verdict = fmt.Sprintf("ADMITTED with %d %s", len(r.Warnings), plural(len(r.Warnings), "warning", "warnings"))
+		verdict = fmt.Sprintf("ADMITTED with %d %s", len(r.Warnings), settings.Plural(len(r.Warnings), "warning", "warnings"))
 	}
 	fmt.Fprintf(w, "A migration of VirtualMachineInstance %s/%s would be %s.\n\n", r.Namespace, r.VMI, verdict)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -50,11 +51,4 @@ func (r preflightReport) print(w io.Writer, format string) error {
 		}
 	}
 	return tw.Flush()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

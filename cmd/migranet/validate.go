@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -375,22 +376,11 @@ func readNodeSelector(path string, note func(string, ...any)) (map[string]string
 	if found == nil {
 		return nil, fmt.Errorf("%s: no kubevirt.io KubeVirt object found", path)
 	}
-	var kv struct {
-		Spec struct {
-			Workloads *struct {
-				NodePlacement *struct {
-					NodeSelector map[string]string `json:"nodeSelector"`
-				} `json:"nodePlacement"`
-			} `json:"workloads"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(found.raw, &kv); err != nil {
+	kv := &kubevirtv1.KubeVirt{}
+	if err := json.Unmarshal(found.raw, kv); err != nil {
 		return nil, fmt.Errorf("%s: %v", found.where, err)
 	}
-	if w := kv.Spec.Workloads; w != nil && w.NodePlacement != nil {
-		return w.NodePlacement.NodeSelector, nil
-	}
-	return nil, nil
+	return settings.WorkloadsNodeSelector(kv), nil
 }
 
 // shortText is the start of raw, for error messages.

@@ -35,7 +35,6 @@ const (
 	ReasonKubeVirtFailed   = "KubeVirtUpdateFailed"
 	ReasonCleanupFailed    = "CleanupFailed"
 	ReasonGuardFailed      = "GuardUpdateFailed"
-	settingsFieldManager   = "migranet-settings"
 )
 
 // Steps of the settings controller, in the order they run; a failing step ends the reconcile.
@@ -90,14 +89,14 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	eff := settings.EffectiveNetwork(s)
-	m, errs := eff.Network, eff.Errs
+	errs := eff.Errs
 	r.Metrics.Step(ControllerName, StepValue, errs.ToAggregate())
 	if len(errs) > 0 {
 		// Admission refuses such values; one can only get here by bypassing the webhook.
-		return reconcile.Result{}, r.writeStatus(ctx, s, nil, &stepError{ReasonInvalidValue, errs.ToAggregate()})
+		return reconcile.Result{}, r.writeStatus(ctx, s, settings.Effective{}, &stepError{ReasonInvalidValue, errs.ToAggregate()})
 	}
-	serr := r.apply(ctx, m)
-	if err := r.writeStatus(ctx, s, m, serr); err != nil {
+	serr := r.apply(ctx, eff)
+	if err := r.writeStatus(ctx, s, eff, serr); err != nil {
 		return reconcile.Result{}, err
 	}
 	if serr != nil {
@@ -121,12 +120,9 @@ func (e *stepError) Unwrap() error { return e.err }
 // apply runs the steps in order: guard, NAD, KubeVirt CR, cleanup, guard. It stops at the first
 // failure. The guard lists the new NAD before it exists and the old ones until they are deleted,
 // so no moment leaves a migration NAD open to other pods and VMs.
-func (r *Controller) apply(ctx context.Context, m *settings.MigrationNetwork) *stepError {
-	want := settings.RenderNAD(m, r.KubeVirtNamespace)
-	network := ""
-	if want != nil {
-		network = want.Name
-	}
+func (r *Controller) apply(ctx context.Context, eff settings.Effective) *stepError {
+	want := settings.RenderNAD(eff, r.KubeVirtNamespace)
+	network := eff.NAD
 	managed, err := r.managedNADs(ctx)
 	if err == nil {
 		err = r.setGuard(ctx, append(managed, network)...)
@@ -282,7 +278,8 @@ func merge(into, from map[string]string) map[string]string {
 // Configured=True; on failure Configured=False with the failing step's reason, keeping the hash
 // and network applied last. An event marks each transition of the condition (status or reason) and each newly applied
 // value; a step failing again with the same reason on a retry emits nothing more.
-func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, m *settings.MigrationNetwork, serr *stepError) error {
+func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, eff settings.Effective, serr *stepError) error {
+	m := eff.Network
 	cond := metav1.Condition{Type: v1beta1.ConditionConfigured, Status: metav1.ConditionTrue}
 	fields := map[string]any{
 		"appliedHash":    s.Status.AppliedHash,
@@ -299,9 +296,8 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, m *set
 		cond.Reason, cond.Message = ReasonDisabled, "migration network disabled: migrations use the pod network"
 		fields["appliedHash"], fields["appliedNetwork"] = "", ""
 	default:
-		nad := settings.NADName(m.Hash())
-		cond.Reason, cond.Message = ReasonApplied, "KubeVirt migrations.network points at "+nad
-		fields["appliedHash"], fields["appliedNetwork"] = m.Hash(), nad
+		cond.Reason, cond.Message = ReasonApplied, "KubeVirt migrations.network points at "+eff.NAD
+		fields["appliedHash"], fields["appliedNetwork"] = eff.Hash, eff.NAD
 	}
 	if status.ConditionChanged(s.Status.Conditions, cond) || (serr == nil && s.Status.AppliedHash != fields["appliedHash"]) {
 		eventType := corev1.EventTypeNormal
@@ -310,7 +306,7 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, m *set
 		}
 		r.Recorder.Event(s, eventType, cond.Reason, cond.Message)
 	}
-	err := status.ApplyStatus(ctx, r.Client, s, settingsFieldManager, []metav1.Condition{cond}, fields)
+	err := status.ApplyStatus(ctx, r.Client, s, status.FieldManagerSettings, []metav1.Condition{cond}, fields)
 	r.Metrics.Step(ControllerName, StepStatus, err)
 	return err
 }

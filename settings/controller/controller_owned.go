@@ -14,19 +14,14 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// ownedDefaults are the default values of the settings migranet owns.
-var ownedDefaults = map[string]string{
-	v1beta1.MigrationNetwork: "",
-	v1beta1.MigrationPolicy:  settings.DefaultMigrationPolicy(),
-}
-
 // EnsureOwned creates each setting migranet owns when it is absent, with its default, retrying
 // with backoff while the API server or the admission webhook is not yet reachable. An existing
 // setting is left as it is: its value belongs to the admin.
 func EnsureOwned(ctx context.Context, c client.Client) error {
 	log := ctrl.LoggerFrom(ctx).WithName("settings")
 	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 30, Cap: 10 * time.Second}
-	for name, def := range ownedDefaults {
+	for _, name := range settings.OwnedSettings {
+		def := settings.DefaultOf(name)
 		err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 			s := &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: name}, Default: def}
 			err := c.Create(ctx, s)

@@ -14,9 +14,6 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// policyFieldManager owns the migration-policy setting's status.summary.
-const policyFieldManager = "migranet-policy"
-
 // PolicyController writes the migration-policy setting's status.summary (its VALUE in
 // `kubectl get settings.migranet.io`): the policy's Summary, or "invalid" when the effective
 // value does not parse (admission refuses such values; only a bypass stores one).
@@ -37,5 +34,5 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	return reconcile.Result{}, status.ApplyStatus(ctx, r.Client, s, policyFieldManager, nil, map[string]any{"summary": settings.PolicySummary(s)})
+	return reconcile.Result{}, status.ApplyStatus(ctx, r.Client, s, status.FieldManagerPolicy, nil, map[string]any{"summary": settings.PolicySummary(s)})
 }

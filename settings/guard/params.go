@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/settings"
 )
 
 // ConfigMapName is the policies' parameter object (paramRef in manifests/guard/policy.yaml), in
@@ -53,7 +55,7 @@ func (p *Params) Set(ctx context.Context, names ...string) error {
 	if apierrors.IsNotFound(err) {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: ConfigMapName,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "migranet"}},
+				Labels: map[string]string{settings.LabelManagedBy: settings.ManagedBy}},
 			Data: want,
 		}
 		if err := p.Client.Create(ctx, cm); err != nil {

@@ -95,3 +95,13 @@ func ConditionChanged(stored []metav1.Condition, cond metav1.Condition) bool {
 	old := meta.FindStatusCondition(stored, cond.Type)
 	return old == nil || old.Status != cond.Status || old.Reason != cond.Reason
 }
+
+// The field managers of migranet's writers: each owns its own part of a Setting's status (and the
+// guard's parameter). The manager names its event recorders after them too, so an event's source
+// says which writer recorded it.
+const (
+	FieldManagerSettings = "migranet-settings"
+	FieldManagerPolicy   = "migranet-policy"
+	FieldManagerNetwork  = "migranet-netcontroller"
+	FieldManagerGuard    = "migranet-guard"
+)

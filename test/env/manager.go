@@ -16,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/sim"
@@ -217,7 +218,7 @@ func (m *Manager) WaitWebhooksRegistered(ctx context.Context, c client.Client) e
 // WaitOwnedSettings waits until the settings the manager creates at start exist.
 func (m *Manager) WaitOwnedSettings(ctx context.Context, c client.Client) error {
 	deadline := time.Now().Add(30 * time.Second)
-	for _, name := range []string{v1beta1.MigrationNetwork, v1beta1.MigrationPolicy} {
+	for _, name := range settings.OwnedSettings {
 		for c.Get(ctx, client.ObjectKey{Name: name}, &v1beta1.Setting{}) != nil {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("setting %s not created by the manager within 30s; see %s", name, m.LogPath())

@@ -73,3 +73,6 @@ func (l *listFlag) Set(s string) error {
 	}
 	return nil
 }
+
+// fieldManager names migranet in the managed fields of what the certificate code writes.
+const fieldManager = "migranet"

@@ -43,7 +43,7 @@ func (r *Rotator) inject(ctx context.Context, bundle []byte) ([]string, error) {
 		for i := range cfg.Webhooks {
 			cfg.Webhooks[i].ClientConfig.CABundle = bundle
 		}
-		_, err = r.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{FieldManager: "migranet"})
+		_, err = r.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
 		if apierrors.IsConflict(err) {
 			return nil, fmt.Errorf("%w: ValidatingWebhookConfiguration %s changed since it was read", errRetry, name)
 		} else if err != nil {

@@ -80,7 +80,7 @@ func (r *Rotator) create(ctx context.Context) error {
 			Labels: map[string]string{"app.kubernetes.io/name": "migranet"}},
 		Type: corev1.SecretTypeOpaque,
 	}
-	_, err := r.client.CoreV1().Secrets(r.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: "migranet"})
+	_, err := r.client.CoreV1().Secrets(r.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("%w: Secret created by another replica", errRetry)
 	} else if err != nil {
@@ -107,7 +107,7 @@ func (r *Rotator) write(ctx context.Context, secret *corev1.Secret, d Decision) 
 		// The type requires both keys to exist.
 		upd.Data[KeyCert], upd.Data[KeyKey] = d.Next.CertPEM, d.Next.KeyPEM
 	}
-	res, err := r.client.CoreV1().Secrets(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{FieldManager: "migranet"})
+	res, err := r.client.CoreV1().Secrets(upd.Namespace).Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
 	if apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("%w: Secret changed since it was read (another replica renewed first)", errRetry)
 	} else if err != nil {

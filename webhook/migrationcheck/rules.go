@@ -364,10 +364,3 @@ func selectorConflict(vmi *kubevirtv1.VirtualMachineInstance, vmiSel, addedSel m
 	return fmt.Sprintf("spec.addedNodeSelector conflicts with the nodeSelector of VirtualMachineInstance %s/%s: %s, so no node can match both; "+
 		"drop the key from spec.addedNodeSelector or give it the VMI's value", vmi.Namespace, vmi.Name, strings.Join(parts, "; "))
 }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}

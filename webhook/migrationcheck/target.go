@@ -363,7 +363,7 @@ func (t *target) explain(in *CreateInput, groups []group, total int) (string, st
 		return int(a.v.stage) - int(b.v.stage)
 	})
 	var b strings.Builder
-	fmt.Fprintf(&b, "no node can receive VirtualMachineInstance %s/%s: 0 of %d %s can take its target pod", in.VMI.Namespace, in.VMI.Name, total, plural(total, "node", "nodes"))
+	fmt.Fprintf(&b, "no node can receive VirtualMachineInstance %s/%s: 0 of %d %s can take its target pod", in.VMI.Namespace, in.VMI.Name, total, settings.Plural(total, "node", "nodes"))
 	var top *group
 	for i := range groups {
 		g := &groups[i]
@@ -393,7 +393,7 @@ func (t *target) explain(in *CreateInput, groups []group, total int) (string, st
 // reason words one group: "2 have taint dedicated=db:NoSchedule that the VMI does not tolerate".
 func (t *target) reason(g *group) string {
 	n := g.count
-	verb := func(one, many string) string { return fmt.Sprintf("%d %s", n, plural(n, one, many)) }
+	verb := func(one, many string) string { return fmt.Sprintf("%d %s", n, settings.Plural(n, one, many)) }
 	switch g.v.stage {
 	case stageSource:
 		return fmt.Sprintf("%s its source node %s", verb("is", "are"), t.source)
