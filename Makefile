@@ -1,4 +1,4 @@
-# migranet — see README.md. Every tool is built from the Go module proxy into a per-version cache
+# migranet — see README.md and docs/development.md; `make` lists the targets. Every tool is built from the Go module proxy into a per-version cache
 # outside the tree (test/tools/build.sh), so a fresh machine needs only Go and gcc.
 SHELL := /usr/bin/env bash
 GO ?= go
