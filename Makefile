@@ -1,5 +1,6 @@
-# migranet — see README.md and docs/development.md; `make` lists the targets. Every tool is built from the Go module proxy into a per-version cache
-# outside the tree (test/tools/build.sh), so a fresh machine needs only Go and gcc.
+# migranet — see README.md and docs/development.md; `make` lists the targets. Every tool is built
+# from the Go module proxy into a per-version cache outside the tree (test/tools/build.sh), so a
+# fresh machine needs only Go and gcc.
 SHELL := /usr/bin/env bash
 GO ?= go
 GOLANGCI_LINT_VERSION ?= v2.15.0
