@@ -1,5 +1,6 @@
-# migranet — see README.md. Every tool is built from the Go module proxy into a per-version cache
-# outside the tree (test/tools/build.sh), so a fresh machine needs only Go and gcc.
+# migranet — see README.md and docs/development.md; `make` lists the targets. Every tool is built
+# from the Go module proxy into a per-version cache outside the tree (test/tools/build.sh), so a
+# fresh machine needs only Go and gcc.
 SHELL := /usr/bin/env bash
 GO ?= go
 GOLANGCI_LINT_VERSION ?= v2.15.0
@@ -13,9 +14,15 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: all build dev test test-unit test-integration mutate bench lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image clean
+.PHONY: help all build dev test test-unit test-integration mutate bench bench-record lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image clean
 
-all: build
+# `make` alone lists the targets: every target carries a `## ` comment, which help prints.
+.DEFAULT_GOAL := help
+
+help: ## this list (the default goal)
+	@awk 'BEGIN { FS = ":[^#]*## " } /^[a-zA-Z0-9_.-]+:[^=]*## / { printf "  %-18s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+all: build ## same as build
 
 build: ## the migranet binary, in bin/
 	$(GO) build -o bin/migranet ./cmd/migranet
@@ -54,13 +61,16 @@ bench: ## one summary line per measure, with ratios against same-run baselines
 	$(GO) run ./test/bench
 	bash vendor-patches/run.sh bench
 
+bench-record: ## run the Go benchmarks (go run ./test/bench) and write their summary lines, date and machine to docs/benchmarks-latest.md
+	GO=$(GO) bash hack/bench-record.sh
+
 lint: ## golangci-lint v2
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
-fmt:
+fmt: ## gofmt every Go file in git
 	gofmt -w $$(git ls-files '*.go')
 
-vet:
+vet: ## go vet ./...
 	$(GO) vet ./...
 
 manifests: ## deepcopy, CRD, webhook configuration and RBAC from kubebuilder markers
@@ -92,5 +102,5 @@ vendor-patches: ## apply the KubeVirt patch series (v1.9.0, v1.8.4), build the p
 	bash vendor-patches/run.sh virt-handler
 	bash vendor-patches/run.sh upstream
 
-clean:
+clean: ## remove bin/, .dev/, .dev-bin/ and .test-results/
 	rm -rf bin .dev .dev-bin .test-results
