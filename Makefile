@@ -14,7 +14,7 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: help all build dev test test-unit test-integration mutate bench bench-record lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image clean
+.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image clean
 
 # `make` alone lists the targets: every target carries a `## ` comment, which help prints.
 .DEFAULT_GOAL := help
@@ -63,6 +63,9 @@ bench: ## one summary line per measure, with ratios against same-run baselines
 
 bench-record: ## run the Go benchmarks (go run ./test/bench) and write their summary lines, date and machine to docs/benchmarks-latest.md
 	GO=$(GO) bash hack/bench-record.sh
+
+docs: ## rewrite the generated parts of docs/ (the rule table, from the registry in settings/rules.go)
+	$(GO) test -count=1 -run TestRuleTableInDocs ./test/house -update
 
 lint: ## golangci-lint v2
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...

@@ -112,7 +112,7 @@ func DefaultMigrationPolicy() string {
 	return b.String()
 }
 
-// RuleTable is the registry as the Markdown table docs/admission.md carries (a test keeps the
+// RuleTable is the registry as the Markdown table docs/settings-and-admission.md carries (a test keeps the
 // two equal).
 func RuleTable() string {
 	var b strings.Builder

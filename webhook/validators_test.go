@@ -46,7 +46,7 @@ func TestCreateHonoursExemptUsers(t *testing.T) {
 }
 
 // TestRefusalStatusCodes: a refused create is 422 Invalid on spec.vmiName; a refused cancel is 403
-// Forbidden (the migration is valid, deleting it is not allowed now), as the README documents.
+// Forbidden (the migration is valid, deleting it is not allowed now), as docs/settings-and-admission.md documents.
 // Catches: a refused cancel answered 422 Invalid; a rule's field replaced by spec.vmiName.
 func TestRefusalStatusCodes(t *testing.T) {
 	v, _, _, r := newTestValidator(t)

@@ -2,7 +2,7 @@ package controller
 
 // The settings controller's API access; `make manifests` turns these markers into manifests/rbac.
 // Namespaced rules name the default KubeVirt namespace; an install elsewhere patches the Role's
-// namespace (see README, "Installing").
+// namespace (see docs/install.md).
 
 // +kubebuilder:rbac:groups=migranet.io,resources=settings,verbs=list;watch;create
 // +kubebuilder:rbac:groups=migranet.io,resources=settings/status,verbs=patch

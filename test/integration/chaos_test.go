@@ -246,7 +246,7 @@ var _ = Describe("chaos: the install as shipped, broken one way at a time", Orde
 		Expect(b).To(Equal(bundle), "the re-apply changed the webhooks' CA bundle")
 	})
 
-	// The outage table of the README ("While migranet is down"). Faults caught: a webhook scoped
+	// The outage table of docs/settings-and-admission.md ("While migranet is down"). Faults caught: a webhook scoped
 	// wider than what migranet owns (foreign NADs undeletable), a fail-closed migration webhook, a
 	// Setting or the active NAD left unprotected.
 	It("with every replica gone, blocks only what migranet owns", func(ctx context.Context) {
