@@ -170,6 +170,20 @@ func TestEvaluateCreate(t *testing.T) {
 			in.Nodes[0].Labels["disk"] = "ssd"
 		}, want: []want{deny(tgtRule, fieldVMIName, "0 of 3 nodes can take its target pod: 2 lack label disk=ssd (the VMI's nodeSelector), 1 is its source node node-0",
 			"label another node to match the VMI's nodeSelector")}},
+		// A pin by hostname names one node: the hint must not ask to label another node with it.
+		{name: "pinned by hostname", modify: func(in *CreateInput) {
+			in.VMI.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "node-0"}
+			for _, n := range in.Nodes {
+				n.Labels[corev1.LabelHostname] = n.Name
+			}
+		}, want: []want{deny(tgtRule, fieldVMIName, "2 lack label kubernetes.io/hostname=node-0 (the VMI's nodeSelector)",
+			"the VMI's nodeSelector pins it to kubernetes.io/hostname=node-0, one node, so it cannot move: drop or change the pin")}},
+		{name: "target pinned by hostname to the source", modify: func(in *CreateInput) {
+			in.VMIM.Spec.AddedNodeSelector = map[string]string{corev1.LabelHostname: "node-0"}
+			for _, n := range in.Nodes {
+				n.Labels[corev1.LabelHostname] = n.Name
+			}
+		}, want: []want{deny(tgtRule, fieldAddedNodeSelector, "spec.addedNodeSelector pins the target to kubernetes.io/hostname=node-0, one node: name another node there")}},
 		{name: "single-node cluster", modify: func(in *CreateInput) { in.Nodes = in.Nodes[:1] },
 			want: []want{deny(tgtRule, fieldVMIName, "0 of 1 node can take its target pod: 1 is its source node node-0",
 				"a migration never targets its source node: add a node")}},

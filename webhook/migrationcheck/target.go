@@ -446,6 +446,9 @@ func (t *target) hint(g *group) string {
 		return fmt.Sprintf("remove the taint from a node (kubectl taint node <node> %s-) or add a matching toleration to the VMI's spec.tolerations", taintString(g.v.taint))
 	case stageSelector:
 		r := t.c.Selector[g.v.label]
+		if r.Key == corev1.LabelHostname {
+			return pinHint(r.Why, r.Value)
+		}
 		switch r.Why {
 		case targetpod.WhySchedulable:
 			return "virt-handler labels a node " + r.Key + "=" + r.Value + " when it can run VMs: retry when another one is"
@@ -465,6 +468,19 @@ func (t *target) hint(g *group) string {
 		return "free " + string(g.v.res) + " on a node or add a node"
 	}
 	return ""
+}
+
+// pinHint is the hint for a selector on kubernetes.io/hostname, which names one node: labelling
+// another node to match would give it that node's hostname, so the way out is the pin itself.
+func pinHint(why, host string) string {
+	switch why {
+	case "spec.addedNodeSelector":
+		return fmt.Sprintf("spec.addedNodeSelector pins the target to %s=%s, one node: name another node there or drop the key", corev1.LabelHostname, host)
+	case "the VMI's nodeSelector":
+		return fmt.Sprintf("the VMI's nodeSelector pins it to %s=%s, one node, so it cannot move: drop or change the pin "+
+			"(the VM's spec.template.spec.nodeSelector; it applies when the VMI restarts), never give another node that hostname", corev1.LabelHostname, host)
+	}
+	return fmt.Sprintf("%s pins the target pod to %s=%s, one node: drop or change the pin", why, corev1.LabelHostname, host)
 }
 
 func taintString(t corev1.Taint) string {
