@@ -1,8 +1,10 @@
-// Package netcontroller reports how far the cluster has come onto the migration network: from
-// virt-handler pods (their k8s.v1.cni.cncf.io/network-status) and nodes it publishes, on the
-// vm-migration-network Setting's status, each eligible node's migration address, the Ready
-// condition and the range's IP capacity, cleans whereabouts IP pools no migranet network uses,
-// releases the allocations gone virt-handlers leaked in the current range's pool, and keeps the
-// read-only readiness snapshot the admission webhook consumes. It exports the same observation as
-// Prometheus gauges (metrics.go) and records an event on each condition transition.
+// Package netcontroller reports the migration network as it is on the nodes. From virt-handler pods
+// (their k8s.v1.cni.cncf.io/network-status) and nodes, the Observer (every replica) publishes the
+// readiness snapshot admission reads (settings.Snapshot); the Controller (leader only) writes, on
+// the vm-migration-network Setting's status, each eligible node's migration address, the Ready
+// condition and the range's IP capacity (controller.go, observe.go), cleans whereabouts IP pools
+// no migranet network uses and releases the allocations gone virt-handlers leaked (ippools.go,
+// poolcheck.go); Offenders scans for pods and VMIs that attached the network before the guard
+// policies existed (offenders.go). It exports the same observation as Prometheus gauges
+// (metrics.go) and records an event on each condition transition. It imports only settings.
 package netcontroller

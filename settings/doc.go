@@ -1,16 +1,23 @@
-// Package settings owns migranet's Setting values (API types in v1beta1/).
+// Package settings is the pure domain of migranet's two Settings (API types in v1beta1/):
+// everything that can be decided from a value and the cluster's objects, without talking to an
+// API server, shared by the webhook, both controllers and the CLI, so a value is judged the same
+// way everywhere.
 //
-// For the vm-migration-network setting it owns: strict parsing of the value, its canonical form and
-// hash (Canonical, Hash), the pure validation rules (ValidateMigrationNetwork, ValidateSetting)
-// including the cluster-dependent ones over nodes and the KubeVirt node placement (Cluster,
-// Eligible, HasClusterNetwork), the arithmetic count of assignable migration addresses
-// (UsableAddresses), and the NetworkAttachmentDefinition rendered as a pure function of the
-// canonical value (RenderNAD, NADName). The webhook, the settings controller and
-// `migranet validate` all call these same functions, so a value is judged identically everywhere.
+//   - vm-migration-network: strict parsing (value.go), canonical form and hash (value.go),
+//     validation including the cluster-dependent rules over nodes and KubeVirt's node placement
+//     (validate.go, cidr.go, unicast.go, cluster.go), the count of assignable addresses
+//     (capacity.go), the effective network in force with its hash and NAD name derived once
+//     (effective.go: EffectiveNetwork, EffectiveOf) and the NetworkAttachmentDefinition it renders
+//     to (render.go).
+//   - migration-policy: the policy and its parser (policy.go) and the one registry of admission
+//     rules (rules.go): name, default mode, whether exempt users skip it, the request it judges.
+//     The policy parser, the admission metrics, `migranet preflight` and the docs' rule table all
+//     derive from the registry; each rule's check lives in webhook/migrationcheck.
+//   - shared facts: the readiness snapshot the network controller publishes and admission reads
+//     (readiness.go), KubeVirt's facts and the KubeVirt CR in force (kubevirt.go), the scheme
+//     (scheme.go), bounded messages (bound.go).
 //
-// EffectiveNetwork is the one place a Setting's effective value becomes a parsed network, hash and
-// NAD name; KubeVirtCR (OldestKubeVirt) the one place the KubeVirt CR in force is chosen.
-// unicast.go refuses ranges no node can own for unicast traffic; bound.go bounds every answer
-// (BoundErrors, BoundWarnings). Nothing here talks to an API server except KubeVirtCR's read; the settings controller (controller*.go) does. metrics.go
-// holds the reconcile-step counter both controllers share (Metrics, RegisterOrReuse).
+// Subpackages: guard (the parameter of the policies that keep other pods and VMs off the
+// network), status (how controllers write a Setting's status), controller (the settings and
+// policy controllers). This package imports no other migranet package but v1beta1.
 package settings
