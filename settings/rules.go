@@ -64,8 +64,22 @@ const ForceCancelAnnotation = "migranet.io/force-cancel"
 // Registry returns every rule's entry, in evaluation order.
 func Registry() []RuleSpec { return append([]RuleSpec(nil), registry[:]...) }
 
-// RulesOn returns the rules that judge request r, in evaluation order.
+// RulesOn returns the rules that judge request r, in evaluation order. The slice is shared (the
+// admission hot path asks on every review): read it, never write it.
 func RulesOn(r Request) []Rule {
+	switch r {
+	case OnCreate:
+		return onCreate
+	case OnCancel:
+		return onCancel
+	}
+	return nil
+}
+
+// onCreate and onCancel are the registry's rules per request, derived once. Read-only.
+var onCreate, onCancel = rulesOn(OnCreate), rulesOn(OnCancel)
+
+func rulesOn(r Request) []Rule {
 	var out []Rule
 	for i := range registry {
 		if registry[i].On == r {
