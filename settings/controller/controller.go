@@ -209,7 +209,7 @@ func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepErr
 	if kv == nil {
 		return &stepError{ReasonKubeVirtNotFound, fmt.Errorf("no KubeVirt CR in namespace %s; the setting is applied as soon as one appears", r.KubeVirtNamespace)}
 	}
-	if MigrationNetworkOf(kv) == network {
+	if settings.MigrationNetworkOf(kv) == network {
 		return nil
 	}
 	patch := client.MergeFrom(kv.DeepCopy())
@@ -225,14 +225,6 @@ func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepErr
 		return &stepError{ReasonKubeVirtFailed, fmt.Errorf("patching KubeVirt %s/%s migrations.network=%q: %w", kv.Namespace, kv.Name, network, err)}
 	}
 	return nil
-}
-
-// MigrationNetworkOf is the KubeVirt CR's spec.configuration.migrations.network, "" when unset.
-func MigrationNetworkOf(kv *kubevirtv1.KubeVirt) string {
-	if m := kv.Spec.Configuration.MigrationConfiguration; m != nil && m.Network != nil {
-		return *m.Network
-	}
-	return ""
 }
 
 // deleteUnreferenced deletes managed NADs other than keep; the CR no longer points at them.

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/migranet/migranet/settings"
 )
 
 // Names and reasons virt-operator uses.
@@ -105,7 +107,7 @@ func (r *VirtOperator) ensureDaemonSet(ctx context.Context, kv *kubevirtv1.KubeV
 func VirtHandlerDaemonSet(kv *kubevirtv1.KubeVirt) *appsv1.DaemonSet {
 	labels := map[string]string{VirtHandlerLabel: VirtHandlerName}
 	podMeta := metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{}}
-	if net := migrationNetwork(kv); net != "" {
+	if net := settings.MigrationNetworkOf(kv); net != "" {
 		podMeta.Annotations[NetworksAnnotation] = net + "@" + MigrationInterface
 	}
 	spec := corev1.PodSpec{
@@ -138,13 +140,6 @@ func VirtHandlerDaemonSet(kv *kubevirtv1.KubeVirt) *appsv1.DaemonSet {
 			},
 		},
 	}
-}
-
-func migrationNetwork(kv *kubevirtv1.KubeVirt) string {
-	if m := kv.Spec.Configuration.MigrationConfiguration; m != nil && m.Network != nil {
-		return *m.Network
-	}
-	return ""
 }
 
 // rolledOut reports whether every virt-handler pod runs the current template and is available.
