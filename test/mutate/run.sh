@@ -2,7 +2,7 @@
 # make mutate: does the unit-test suite notice wrong code? Two checks, neither part of make test.
 #   bugs      each patch in test/mutate/bugs/ is a bug some suite once let through; applied alone
 #             to a copy of the tree it must make the test its header names fail.
-#   gremlins  mutation testing of settings/, netcontroller/ and webhook/ with their unit tests
+#   gremlins  mutation testing of settings/ (and its controller/), netcontroller/ and webhook/ (and its migrationcheck/) with their unit tests
 #             (gremlins at GREMLINS_VERSION, pinned in the Makefile, run from the Go module proxy): score per package, and every
 #             surviving mutant not explained in test/mutate/equivalent.txt.
 # Usage: bash test/mutate/run.sh [bugs|gremlins|all]   (MUTATE_PKGS="settings" to narrow)
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 GREMLINS_VERSION=${GREMLINS_VERSION:-$(sed -n 's/^GREMLINS_VERSION ?= //p' Makefile)}
-PKGS=${MUTATE_PKGS:-netcontroller webhook settings}
+PKGS=${MUTATE_PKGS:-netcontroller webhook webhook/migrationcheck settings settings/controller}
 OUT=${MUTATE_OUT:-.mutate}
 # A mutant's run compiles and links the package's test binary; the timeout is the coverage run's
 # duration times this, generous because the machine is shared (a timed-out mutant is not scored).
@@ -50,7 +50,7 @@ gremlins() {
 	local started pkg log
 	: >"$OUT/survivors.txt"
 	for pkg in $PKGS; do
-		log="$OUT/$pkg.log"
+		log="$OUT/${pkg//\//-}.log"
 		started=$(date +%s)
 		# -vet=off: a mutant must be killed by a test, not by go vet; -ldflags=-w: no DWARF, a
 		# quicker link of each mutant's test binary; -count=1: the coverage run that sets the timeout
@@ -58,7 +58,7 @@ gremlins() {
 		GOFLAGS="${GOFLAGS:-} -vet=off -ldflags=-w -count=1" $GO run "github.com/go-gremlins/gremlins/cmd/gremlins@$GREMLINS_VERSION" unleash \
 			--timeout-coefficient "$TIMEOUT_COEFFICIENT" --exclude-files 'zz_generated' --exclude-files '(^|/)certs/' \
 			--workers "${MUTATE_WORKERS:-0}" \
-			--output "$OUT/$pkg.json" "./$pkg" >"$log" 2>&1 || true
+			--output "$OUT/${pkg//\//-}.json" "./$pkg" >"$log" 2>&1 || true
 		local killed lived timedout notcov
 		killed=$(grep -c '^ *KILLED ' "$log" || true)
 		lived=$(grep -c '^ *LIVED ' "$log" || true)
