@@ -18,6 +18,13 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// printDefaults writes the flags of fs, as the flag package lists them, to w.
+func printDefaults(w io.Writer, fs *flag.FlagSet) {
+	fs.SetOutput(w)
+	defer fs.SetOutput(io.Discard)
+	fs.PrintDefaults()
+}
+
 // flagDoc is one entry of a command's "Flags:" section: the flag as typed and what it does;
 // each further line of text continues under the first.
 type flagDoc struct{ flag, text string }

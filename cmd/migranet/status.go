@@ -88,7 +88,7 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	f, err := parseStatusFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		_, _ = fmt.Fprint(stderr, statusUsage)
+		_, _ = fmt.Fprint(stdout, statusUsage)
 		return statusOK
 	}
 	if err != nil {

@@ -71,7 +71,6 @@ func TestStatusErrors(t *testing.T) {
 		code   int
 		stderr []string
 	}{
-		{name: "help", args: []string{"-h"}, code: 0, stderr: []string{"Usage: migranet status", "--all-namespaces", "Exit status"}},
 		{name: "bad output", args: []string{"-o", "yaml"}, code: 2, stderr: []string{`-o "yaml": the output format must be one of table, json`, "migranet status -h"}},
 		{name: "bad joined output", args: []string{"-owide"}, code: 2, stderr: []string{`-o "wide"`}},
 		{name: "argument", args: []string{"my-vmim"}, code: 2, stderr: []string{`unexpected argument "my-vmim"`, "-n NAMESPACE"}},
