@@ -21,11 +21,14 @@ Usage:
 
 As a kubectl plugin (this binary on PATH as kubectl-migranet): kubectl migranet <command> ...
 
-Run 'migranet <command> -h' for a command's flags.
+Run 'migranet <command> -h' (or 'migranet help <command>') for a command's flags.
 `
 
+// main runs the command its arguments name and exits with its status.
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// run runs the command args name, writing to stdout and stderr, and returns the exit status:
+// help goes to stdout (exit 0), usage errors to stderr (exit 2).
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -33,16 +36,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "manager":
-		return runManager(args[1:], stderr, false)
+		return runManager(args[1:], stdout, stderr, false)
 	case "dev":
-		return runManager(args[1:], stderr, true)
+		return runManager(args[1:], stdout, stderr, true)
 	case "validate":
 		return runValidate(args[1:], stdout, stderr)
 	case "status":
 		return runStatus(args[1:], stdout, stderr)
 	case "preflight":
 		return runPreflight(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
+	case "help":
+		if len(args) > 1 && args[1] != "help" {
+			return run([]string{args[1], "-h"}, stdout, stderr) // migranet help COMMAND
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:

@@ -54,14 +54,40 @@ type managerFlags struct {
 	zap                  zap.Options
 }
 
-func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags, error) {
+// managerUsage is the help of migranet manager, followed by its flags.
+const managerUsage = `Usage: migranet manager [flags]
+
+Runs migranet's controllers and admission webhooks, in the cluster (the pod's service account)
+or, given --kubeconfig or $KUBECONFIG, against that cluster. Webhooks are served by every
+replica; controllers run on the elected leader only (--leader-elect).
+
+Exit status: 0 stopped cleanly, 1 failed, 2 bad usage.
+
+Flags:
+`
+
+// devUsage is the help of migranet dev, followed by its flags.
+const devUsage = `Usage: migranet dev [flags]
+
+Runs the manager out of cluster, for development, against --kubeconfig (default $KUBECONFIG):
+it installs the CRDs and guard policies, serves the webhooks on 127.0.0.1 with a self-signed
+certificate and registers them by URL (ValidatingWebhookConfiguration ` + devWebhookConfiguration + `).
+Leader election is off and shutdown is immediate unless flags say otherwise.
+
+Exit status: 0 stopped cleanly, 1 failed, 2 bad usage.
+
+Flags:
+`
+
+// parseManagerFlags parses the arguments of migranet manager (dev: of migranet dev) and returns
+// them with the FlagSet, whose defaults the usage lists.
+func parseManagerFlags(args []string, dev bool) (*managerFlags, *flag.FlagSet, error) {
 	f := &managerFlags{}
 	name := "migranet manager"
 	if dev {
 		name = "migranet dev"
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(name)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "migranet-system"), "namespace migranet runs in: its leader-election lease and webhook certificate Secret live there (default: $POD_NAMESPACE)")
 	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
@@ -89,29 +115,36 @@ func parseManagerFlags(args []string, stderr io.Writer, dev bool) (*managerFlags
 		f.shutdownDelay = 0
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		return nil, fs, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%s takes no arguments, got %q", name, fs.Args())
+		return nil, fs, fmt.Errorf("%s takes no arguments, got %q", name, fs.Args())
 	}
 	f.certs.Namespace = f.namespace
 	if f.certs.SecretName != "" && dev {
-		return nil, errors.New("`migranet dev` serves the webhook certificate from --cert-dir; --cert-secret is for `migranet manager`")
+		return nil, fs, errors.New("`migranet dev` serves the webhook certificate from --cert-dir; --cert-secret is for `migranet manager`")
 	} else if f.certs.SecretName != "" && f.certDir != "" {
-		return nil, errors.New("--cert-secret and --cert-dir exclude each other: the certificate comes from the Secret or from the folder")
+		return nil, fs, errors.New("--cert-secret and --cert-dir exclude each other: the certificate comes from the Secret or from the folder")
 	}
 	if err := f.certs.CheckFlags(); err != nil {
-		return nil, err
+		return nil, fs, err
 	}
-	return f, nil
+	return f, fs, nil
 }
 
-func runManager(args []string, stderr io.Writer, dev bool) int {
-	f, err := parseManagerFlags(args, stderr, dev)
+// runManager runs migranet manager (dev: migranet dev) until it stops and returns its exit code.
+func runManager(args []string, stdout, stderr io.Writer, dev bool) int {
+	f, fs, err := parseManagerFlags(args, dev)
 	if errors.Is(err, flag.ErrHelp) {
+		usage := managerUsage
+		if dev {
+			usage = devUsage
+		}
+		fmt.Fprint(stdout, usage)
+		printDefaults(stdout, fs)
 		return 0
 	} else if err != nil {
-		fmt.Fprintln(stderr, "migranet:", err)
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s -h' for its flags.\n", fs.Name(), err, fs.Name())
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), zap.WriteTo(stderr)))
@@ -123,6 +156,7 @@ func runManager(args []string, stderr io.Writer, dev bool) int {
 	return 0
 }
 
+// restConfig is the in-cluster configuration, or kubeconfig's when it is not empty.
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {
 		return rest.InClusterConfig()
@@ -130,6 +164,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", kubeconfig)
 }
 
+// startManager sets up the manager with every controller and webhook and runs it until ctx ends.
 func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) error {
 	log := ctrl.Log.WithName("setup")
 	cfg, err := restConfig(f.kubeconfig)
@@ -264,6 +299,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	return mgr.Start(ctx)
 }
 
+// ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
 
 // envOr returns the environment variable key, or def when it is unset or empty.

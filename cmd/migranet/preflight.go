@@ -22,8 +22,9 @@ import (
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
-const preflightUsage = `Usage: migranet preflight [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] VMI
-           [--target-selector KEY=VALUE,...] [-o table|json] [--kubevirt-namespace kubevirt]
+// preflightUsage is the help of migranet preflight.
+var preflightUsage = `Usage: migranet preflight [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] VMI
+           [--target-selector KEY=VALUE,...] [-o table|json] [--kubevirt-namespace ` + settings.DefaultKubeVirtNamespace + `]
            [--request-timeout 30s]
 
 Asks, before the migration exists, what migranet's admission webhook would answer to a
@@ -38,14 +39,9 @@ Exit status: 0 a migration would be admitted (possibly with warnings), 1 it woul
 2 bad usage or the cluster could not be read.
 
 Flags:
-      --kubeconfig FILE          kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)
-      --context NAME             kubeconfig context to use (default: its current context)
-  -n, --namespace NAMESPACE      the VMI's namespace (default: the context's namespace, else default)
-      --target-selector K=V,...  labels the target node must carry (spec.addedNodeSelector)
-  -o, --output FORMAT            table (default) or json
-      --kubevirt-namespace NS    namespace of the KubeVirt CR (default kubevirt)
-      --request-timeout TIME     limit for each request to the API server (default 0: none)
-`
+` + formatFlags(docKubeconfig, docContext, docNamespace("the VMI's namespace"),
+	flagDoc{"--target-selector K=V,...", "labels the target node must carry (spec.addedNodeSelector)"},
+	docOutput, docKubeVirtNS, docRequestTimeout)
 
 // Exit codes of runPreflight.
 const (
@@ -54,18 +50,22 @@ const (
 	preflightError    = 2
 )
 
+// preflightFlags are the options of migranet preflight.
 type preflightFlags struct {
-	statusFlags
-	vmi, kubevirtNamespace string
-	targetSelector         map[string]string
+	clusterFlags
+	output         string
+	vmi            string
+	targetSelector map[string]string
 }
 
+// runPreflight runs migranet preflight until it is done or interrupted.
 func runPreflight(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return preflightMain(ctx, args, stdout, stderr)
 }
 
+// preflightMain is migranet preflight with its context given; it returns the exit code.
 func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		_, _ = fmt.Fprintf(stderr, "migranet preflight: "+format+"\n", a...)
@@ -79,20 +79,17 @@ func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fail("%v\nRun 'migranet preflight -h' for its flags.", err)
 	}
-	cfg, namespace, err := loadClientConfig(&f.statusFlags)
+	cfg, namespace, err := f.load("migranet-preflight")
 	if err != nil {
 		return fail("%v", err)
 	}
-	cfg.UserAgent = "migranet-preflight"
-	cfg.QPS, cfg.Burst = 50, 100
-	cfg.Timeout = f.requestTimeout
 	scheme, err := settings.NewScheme()
 	if err != nil {
 		return fail("%v", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return fail("%s", explain(err, cfg, &f.statusFlags))
+		return fail("%s", explain(err, cfg, &f.clusterFlags))
 	}
 	user, userErr := whoAmI(ctx, c)
 	if userErr != nil {
@@ -104,7 +101,7 @@ func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	res, err := preflight(ctx, c, f.kubevirtNamespace, vmim, user)
 	if err != nil {
-		return fail("%s", explain(err, cfg, &f.statusFlags))
+		return fail("%s", explain(err, cfg, &f.clusterFlags))
 	}
 	report := preflightReport{Namespace: namespace, VMI: f.vmi, User: user.Username, PreflightResult: res}
 	if err := report.print(stdout, f.output); err != nil {
@@ -136,16 +133,24 @@ func whoAmI(ctx context.Context, c client.Client) (authenticationv1.UserInfo, er
 	return r.Status.UserInfo, nil
 }
 
-func parsePreflightFlags(args []string) (*preflightFlags, error) {
-	f := &preflightFlags{kubevirtNamespace: settings.DefaultKubeVirtNamespace}
-	fs := flag.NewFlagSet("migranet preflight", flag.ContinueOnError)
-	timeout := f.registerCluster(fs)
-	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "")
+// newPreflightFlags returns the options of migranet preflight and the FlagSet that fills them.
+func newPreflightFlags() (*preflightFlags, *flag.FlagSet) {
+	f := &preflightFlags{}
+	fs := newFlagSet("migranet preflight")
+	f.register(fs)
+	f.registerKubeVirtNamespace(fs)
+	registerOutput(fs, &f.output)
 	fs.Func("target-selector", "", func(v string) error {
 		sel, err := parseTargetSelector(v)
 		f.targetSelector = sel
 		return err
 	})
+	return f, fs
+}
+
+// parsePreflightFlags parses the arguments of migranet preflight; flags may follow the VMI.
+func parsePreflightFlags(args []string) (*preflightFlags, error) {
+	f, fs := newPreflightFlags()
 	// Flags may follow the VMI's name, as with kubectl: parse, take one argument, parse the rest.
 	var positional []string
 	rest := kubectlShortFlags(args)
@@ -169,7 +174,10 @@ func parsePreflightFlags(args []string) (*preflightFlags, error) {
 	if errs := validation.IsDNS1123Subdomain(f.vmi); len(errs) > 0 {
 		return nil, fmt.Errorf("VMI %q is not a valid VirtualMachineInstance name: %s", f.vmi, strings.Join(errs, "; "))
 	}
-	if err := f.checkCluster(*timeout); err != nil {
+	if err := checkOutput(f.output); err != nil {
+		return nil, err
+	}
+	if err := f.check(); err != nil {
 		return nil, err
 	}
 	return f, nil

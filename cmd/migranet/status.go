@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,12 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,29 +33,25 @@ import (
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
-const statusUsage = `Usage: migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-w] [-o table|json] [--request-timeout 30s]
+// statusUsage is the help of migranet status.
+var statusUsage = `Usage: migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-w] [-o table|json] [--request-timeout 30s]
 
 Shows the live migrations (VirtualMachineInstanceMigrations) of a namespace, one row each: VMI,
 source → target node, phase, mode (pre-copy, post-copy, paused), network (pod or migration),
 elapsed time and the state combined from the migration and its VMI, under a header line with the
 state of the migration network (the vm-migration-network Setting). Migrations in flight come
 first; finished ones stay listed after them. With -w it keeps watching and prints a line each time
-a migration's state or the network changes, until Ctrl-C.
+a migration's state or the network changes, until Ctrl-C; --request-timeout then limits the
+start of the watch (1m when 0), not its stream.
 
 Exit status: 0 listed (or watch ended by Ctrl-C), 1 the cluster could not be read, 2 bad usage or
 no usable kubeconfig.
 
 Flags:
-      --kubeconfig FILE        kubeconfig to use (default: $KUBECONFIG, then ~/.kube/config)
-      --context NAME           kubeconfig context to use (default: its current context)
-  -n, --namespace NAMESPACE    namespace to list (default: the context's namespace, else default)
-  -A, --all-namespaces         list every namespace (adds a NAMESPACE column)
-  -w, --watch                  after listing, print a line for every change
-  -o, --output FORMAT          table (default) or json (with -w: one JSON object per line)
-      --request-timeout TIME   limit for each request to the API server, e.g. 30s, 1m, or
-                               seconds as a number; 0 waits forever (default 0). A watch's
-                               stream is not limited; its start is (1m when 0)
-`
+` + formatFlags(docKubeconfig, docContext, docNamespace("namespace to list"), docAllNamespaces,
+	flagDoc{"-w, --watch", "after listing, print a line for every change"},
+	flagDoc{docOutput.flag, docOutput.text + " (with -w: one JSON object per line)"},
+	docRequestTimeout)
 
 // Exit codes of runStatus.
 const (
@@ -73,19 +66,21 @@ const vmiGetLimit = 32
 // watchSyncTimeout bounds the start of a watch when --request-timeout is 0.
 const watchSyncTimeout = time.Minute
 
+// statusFlags are the options of migranet status.
 type statusFlags struct {
-	kubeconfig, context, namespace, output string
-	allNamespaces, watch                   bool
-	requestTimeout                         time.Duration
-	namespaceSet                           bool
+	clusterFlags
+	output string
+	watch  bool
 }
 
+// runStatus runs migranet status until it is done or interrupted.
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return statusMain(ctx, args, stdout, stderr)
 }
 
+// statusMain is migranet status with its context given; it returns the exit code.
 func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		_, _ = fmt.Fprintf(stderr, "migranet status: "+format+"\n", a...)
@@ -93,30 +88,27 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	f, err := parseStatusFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		_, _ = fmt.Fprint(stderr, statusUsage)
+		_, _ = fmt.Fprint(stdout, statusUsage)
 		return statusOK
 	}
 	if err != nil {
 		return fail(statusUsageErr, "%v\nRun 'migranet status -h' for its flags.", err)
 	}
-	cfg, namespace, err := loadClientConfig(f)
+	cfg, namespace, err := f.load("migranet-status")
 	if err != nil {
 		return fail(statusUsageErr, "%v", err)
 	}
-	cfg.UserAgent = "migranet-status"
-	cfg.QPS, cfg.Burst = 50, 100
-	cfg.Timeout = f.requestTimeout
 	scheme, err := settings.NewScheme()
 	if err != nil {
 		return fail(statusClusterErr, "%v", err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return fail(statusClusterErr, "%s", explain(err, cfg, f))
+		return fail(statusClusterErr, "%s", explain(err, cfg, &f.clusterFlags))
 	}
 	vmims, vmis, err := readMigrations(ctx, c, namespace)
 	if err != nil {
-		return fail(statusClusterErr, "%s", explain(err, cfg, f))
+		return fail(statusClusterErr, "%s", explain(err, cfg, &f.clusterFlags))
 	}
 	net, settingWatchable := readNetwork(ctx, c)
 	if !f.watch {
@@ -132,138 +124,40 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return statusOK
 	}
 	if err := watchMigrations(ctx, cfg, scheme, namespace, net, settingWatchable, f, stdout, stderr); err != nil {
-		return fail(statusClusterErr, "%s", explain(err, cfg, f))
+		return fail(statusClusterErr, "%s", explain(err, cfg, &f.clusterFlags))
 	}
 	return statusOK
 }
 
-func parseStatusFlags(args []string) (*statusFlags, error) {
+// newStatusFlags returns the options of migranet status and the FlagSet that fills them.
+func newStatusFlags() (*statusFlags, *flag.FlagSet) {
 	f := &statusFlags{}
-	fs := flag.NewFlagSet("migranet status", flag.ContinueOnError)
-	timeout := f.registerCluster(fs)
-	for _, n := range []string{"A", "all-namespaces"} {
-		fs.BoolVar(&f.allNamespaces, n, false, "")
-	}
+	fs := newFlagSet("migranet status")
+	f.register(fs)
+	f.registerAllNamespaces(fs)
+	registerOutput(fs, &f.output)
 	for _, n := range []string{"w", "watch"} {
 		fs.BoolVar(&f.watch, n, false, "")
 	}
+	return f, fs
+}
+
+// parseStatusFlags parses the arguments of migranet status.
+func parseStatusFlags(args []string) (*statusFlags, error) {
+	f, fs := newStatusFlags()
 	if err := fs.Parse(kubectlShortFlags(args)); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: status lists every migration of a namespace; choose it with -n NAMESPACE, or -A for all", fs.Arg(0))
 	}
-	if err := f.checkCluster(*timeout); err != nil {
+	if err := checkOutput(f.output); err != nil {
+		return nil, err
+	}
+	if err := f.check(); err != nil {
 		return nil, err
 	}
 	return f, nil
-}
-
-// registerCluster registers on fs the flags status and preflight share, kubectl's spelling:
-// --kubeconfig, --context, -n/--namespace, -o/--output and --request-timeout (returned, to be
-// checked by checkCluster once parsed). Errors are returned, and reported once by the caller.
-func (f *statusFlags) registerCluster(fs *flag.FlagSet) *string {
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "")
-	fs.StringVar(&f.context, "context", "", "")
-	for _, n := range []string{"n", "namespace"} {
-		fs.Func(n, "", func(v string) error {
-			if v == "" {
-				return errors.New("needs a namespace name")
-			}
-			f.namespace, f.namespaceSet = v, true
-			return nil
-		})
-	}
-	for _, n := range []string{"o", "output"} {
-		fs.StringVar(&f.output, n, status.FormatTable, "")
-	}
-	return fs.String("request-timeout", "0", "")
-}
-
-// checkCluster validates the shared flags after parsing: the output format and the timeout.
-func (f *statusFlags) checkCluster(timeout string) error {
-	if f.output != status.FormatTable && f.output != status.FormatJSON {
-		return fmt.Errorf("-o %q: the output format must be one of %s", f.output, strings.Join(status.Formats, ", "))
-	}
-	d, err := parseRequestTimeout(timeout)
-	if err != nil {
-		return err
-	}
-	f.requestTimeout = d
-	return nil
-}
-
-// kubectlShortFlags spells kubectl's joined short flags the way the flag package reads them:
-// "-ojson" → "-o json", "-nprod" → "-n prod", "-Aw" → "-A -w".
-func kubectlShortFlags(args []string) []string {
-	var out []string
-	for i, a := range args {
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		if len(a) <= 2 || a[0] != '-' || a[1] == '-' || strings.Contains(a, "=") {
-			out = append(out, a)
-			continue
-		}
-		switch {
-		case a[1] == 'o' || a[1] == 'n':
-			out = append(out, a[:2], a[2:])
-		case strings.Trim(a[1:], "Aw") == "":
-			for _, ch := range a[1:] {
-				out = append(out, "-"+string(ch))
-			}
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// parseRequestTimeout reads kubectl's --request-timeout: a duration ("30s", "1m") or a whole
-// number of seconds; 0 means no limit.
-func parseRequestTimeout(v string) (time.Duration, error) {
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("--request-timeout %q: want a duration such as 30s or 1m, or a number of seconds (0: no limit)", v)
-	}
-	return d, nil
-}
-
-// loadClientConfig loads the kubeconfig as kubectl does and returns the REST configuration and the
-// namespace to list ("" for all).
-func loadClientConfig(f *statusFlags) (*rest.Config, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if f.kubeconfig != "" {
-		if _, err := os.Stat(f.kubeconfig); err != nil {
-			return nil, "", fmt.Errorf("--kubeconfig %s: %w", f.kubeconfig, errors.Unwrap(err))
-		}
-		rules.ExplicitPath = f.kubeconfig
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
-	cfg, err := cc.ClientConfig()
-	switch {
-	case clientcmd.IsEmptyConfig(err):
-		return nil, "", errors.New("no cluster configured: pass --kubeconfig FILE, set $KUBECONFIG, or create ~/.kube/config")
-	case err != nil && f.context != "" && (strings.Contains(err.Error(), "context was not found") || strings.Contains(err.Error(), "does not exist")):
-		return nil, "", fmt.Errorf("--context %s: no such context in the kubeconfig (kubectl config get-contexts lists them)", f.context)
-	case err != nil:
-		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	switch {
-	case f.allNamespaces:
-		return cfg, metav1.NamespaceAll, nil
-	case f.namespaceSet:
-		return cfg, f.namespace, nil
-	}
-	ns, _, err := cc.Namespace()
-	if err != nil || ns == "" {
-		ns = metav1.NamespaceDefault
-	}
-	return cfg, ns, nil
 }
 
 // readMigrations lists the migrations of namespace ("" for all) and the VMIs they name, by key
@@ -341,6 +235,7 @@ func combineAll(vmims []kubevirtv1.VirtualMachineInstanceMigration, vmi func(ns,
 	return rows
 }
 
+// noMigrations is kubectl's note for an empty listing of namespace ("" for all).
 func noMigrations(namespace string) string {
 	if namespace == "" {
 		return "No migrations found."
@@ -462,7 +357,7 @@ func cachedRows(ctx context.Context, ca cache.Cache, namespace string) ([]status
 }
 
 // explain turns an error reading the cluster into a message that says what to do.
-func explain(err error, cfg *rest.Config, f *statusFlags) string {
+func explain(err error, cfg *rest.Config, f *clusterFlags) string {
 	var netErr net.Error
 	switch {
 	case meta.IsNoMatchError(err) || discoveryMissing(err):

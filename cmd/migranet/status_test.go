@@ -3,59 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	gocmp "github.com/google/go-cmp/cmp"
 )
-
-// isolate keeps the test away from the machine's own kubeconfig and in-cluster configuration.
-func isolate(t *testing.T) string {
-	t.Helper()
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("KUBECONFIG", filepath.Join(home, "none"))
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	t.Setenv("KUBERNETES_SERVICE_PORT", "")
-	return home
-}
-
-// writeKubeconfig writes a kubeconfig whose current context "main" points at server with
-// namespace ns ("" for none); context "other" has namespace "other-ns".
-func writeKubeconfig(t *testing.T, dir, server, ns string) string {
-	t.Helper()
-	path := filepath.Join(dir, "kubeconfig")
-	nsLine := ""
-	if ns != "" {
-		nsLine = "\n    namespace: " + ns
-	}
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {server: %q, insecure-skip-tls-verify: true}
-users:
-- name: u
-  user: {token: not-a-real-token}
-contexts:
-- name: main
-  context:
-    cluster: c
-    user: u%s
-- name: other
-  context: {cluster: c, user: u, namespace: other-ns}
-current-context: main
-`, server, nsLine)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // closedPort is a loopback port nothing listens on.
 func closedPort(t *testing.T) string {
@@ -118,7 +71,6 @@ func TestStatusErrors(t *testing.T) {
 		code   int
 		stderr []string
 	}{
-		{name: "help", args: []string{"-h"}, code: 0, stderr: []string{"Usage: migranet status", "--all-namespaces", "Exit status"}},
 		{name: "bad output", args: []string{"-o", "yaml"}, code: 2, stderr: []string{`-o "yaml": the output format must be one of table, json`, "migranet status -h"}},
 		{name: "bad joined output", args: []string{"-owide"}, code: 2, stderr: []string{`-o "wide"`}},
 		{name: "argument", args: []string{"my-vmim"}, code: 2, stderr: []string{`unexpected argument "my-vmim"`, "-n NAMESPACE"}},
@@ -160,82 +112,5 @@ func TestStatusErrors(t *testing.T) {
 				t.Errorf("the error should be reported once, got %d times:\n%s", n, stderr)
 			}
 		})
-	}
-}
-
-// TestStatusNamespace checks which namespace is listed, the way kubectl picks it.
-func TestStatusNamespace(t *testing.T) {
-	isolate(t)
-	dir := t.TempDir()
-	withNS := writeKubeconfig(t, dir, "https://127.0.0.1:1", "team-a")
-	withoutNS := writeKubeconfig(t, t.TempDir(), "https://127.0.0.1:1", "")
-	tests := []struct {
-		name string
-		args []string
-		env  string // KUBECONFIG
-		want string
-	}{
-		{name: "context namespace", args: []string{"--kubeconfig", withNS}, want: "team-a"},
-		{name: "no context namespace", args: []string{"--kubeconfig", withoutNS}, want: "default"},
-		{name: "from KUBECONFIG", env: withNS, want: "team-a"},
-		{name: "-n wins", args: []string{"--kubeconfig", withNS, "-n", "b"}, want: "b"},
-		{name: "joined -n", args: []string{"--kubeconfig", withNS, "-nb"}, want: "b"},
-		{name: "--namespace=", args: []string{"--kubeconfig", withNS, "--namespace=c"}, want: "c"},
-		{name: "other context", args: []string{"--kubeconfig", withNS, "--context", "other"}, want: "other-ns"},
-		{name: "-A wins over -n", args: []string{"--kubeconfig", withNS, "-n", "b", "-A"}, want: ""},
-		{name: "--all-namespaces", args: []string{"--kubeconfig", withNS, "--all-namespaces"}, want: ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv("KUBECONFIG", tc.env)
-			}
-			f, err := parseStatusFlags(tc.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg, ns, err := loadClientConfig(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ns != tc.want {
-				t.Errorf("namespace %q, want %q", ns, tc.want)
-			}
-			if cfg.Host != "https://127.0.0.1:1" {
-				t.Errorf("host %q", cfg.Host)
-			}
-		})
-	}
-}
-
-func TestKubectlShortFlags(t *testing.T) {
-	tests := []struct{ in, want []string }{
-		{[]string{"-ojson"}, []string{"-o", "json"}},
-		{[]string{"-nprod", "-w"}, []string{"-n", "prod", "-w"}},
-		{[]string{"-Aw"}, []string{"-A", "-w"}},
-		{[]string{"-wA", "-o=json"}, []string{"-w", "-A", "-o=json"}},
-		{[]string{"--output", "json", "-n", "x"}, []string{"--output", "json", "-n", "x"}},
-		{[]string{"-h", "-A", "-w"}, []string{"-h", "-A", "-w"}},
-		{[]string{"-Ax"}, []string{"-Ax"}},
-		{[]string{"--", "-ojson"}, []string{"--", "-ojson"}},
-	}
-	for _, tc := range tests {
-		if got := kubectlShortFlags(tc.in); gocmp.Diff(tc.want, got) != "" {
-			t.Errorf("%q → %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func TestParseRequestTimeout(t *testing.T) {
-	good := map[string]time.Duration{"0": 0, "5": 5 * time.Second, "30s": 30 * time.Second, "1m": time.Minute, "250ms": 250 * time.Millisecond}
-	for in, want := range good {
-		if got, err := parseRequestTimeout(in); err != nil || got != want {
-			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "soon", "-1", "-2s", "1.5"} {
-		if _, err := parseRequestTimeout(in); err == nil {
-			t.Errorf("%q accepted", in)
-		}
 	}
 }

@@ -49,21 +49,23 @@ type problem struct {
 // warningType is the "type" of a warning in -o json output.
 const warningType = "Warning"
 
+// runValidate runs migranet validate and returns its exit code.
 func runValidate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("migranet validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("migranet validate")
 	nodesFile := fs.String("nodes", "", "file of Node objects (multi-document or a List), e.g. from `kubectl get nodes -o yaml`")
 	kubevirtFile := fs.String("kubevirt", "", "file holding the KubeVirt CR, for spec.workloads.nodePlacement.nodeSelector")
 	output := fs.String("o", "text", "output format: text or json")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), validateUsage)
-		fs.PrintDefaults()
+	usage := func(w io.Writer) {
+		fmt.Fprint(w, validateUsage)
+		printDefaults(w, fs)
 	}
 	files, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
+		usage(stdout)
 		return exitValid
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "migranet validate: %v\nRun 'migranet validate -h' for its flags.\n", err)
 		return exitUsage
 	}
 	if *output != "text" && *output != "json" {
@@ -72,7 +74,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "migranet validate: no FILE given")
-		fs.Usage()
+		usage(stderr)
 		return exitUsage
 	}
 	note := func(format string, a ...any) { fmt.Fprintf(stderr, "migranet validate: "+format+"\n", a...) }
