@@ -15,9 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// NodeLister returns the cluster's nodes; callers must not modify them.
-type NodeLister func() []*corev1.Node
-
 // newNodeSnapshot keeps an immutable snapshot of the node informer's store: pointers to the
 // cached, shared objects, rebuilt on the first read after a node event and swapped atomically.
 // Admission then neither copies 1,000 Nodes into a new list per request (what a cache List does,
