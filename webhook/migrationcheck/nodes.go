@@ -53,13 +53,6 @@ type nodeSnapshot struct {
 	state atomic.Pointer[NodeSet]
 }
 
-func (s *nodeSnapshot) get() []*corev1.Node {
-	if st := s.load(); st != nil {
-		return st.Nodes
-	}
-	return nil
-}
-
 // load returns the current nodes and their index, rebuilding both after a node event.
 func (s *nodeSnapshot) load() *NodeSet {
 	if s.dirty.Load() || s.state.Load() == nil {

@@ -30,7 +30,7 @@ func TestNodeSnapshotFirstLoadsSeeTheNodes(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				seen[r] = len(s.get())
+				seen[r] = len(s.load().Nodes)
 			}()
 		}
 		close(start)
