@@ -93,6 +93,15 @@ var _ = Describe("target feasibility as kube-scheduler places KubeVirt's target 
 // scheduler's reason containing unschedulable. It cancels that migration and puts the policy back.
 func refusedThenPending(ctx context.Context, ns, vmi, refusal, unschedulable string) {
 	GinkgoHelper()
+	// What makes the migration infeasible (a node label, a filler pod) reaches migranet through the
+	// informers of each replica; a create sent a moment after it raced them (seen once in CI). Wait
+	// until server-side dry runs are refused in a row, as the create must be: with room or labels
+	// not judged they never are, and the spec still fails.
+	Eventually(func(g Gomega) {
+		_, stderr, err := f.Kubectl(vmimYAML(ns, "refused", vmi), "create", "--dry-run=server", "-f", "-")
+		g.Expect(err).To(HaveOccurred(), "migranet admitted a migration that cannot be scheduled")
+		g.Expect(stderr).To(ContainSubstring(refusal))
+	}).WithContext(ctx).WithTimeout(framework.Short).MustPassRepeatedly(3).Should(Succeed())
 	_, stderr, err := f.Kubectl(vmimYAML(ns, "refused", vmi), "create", "-f", "-")
 	Expect(err).To(HaveOccurred(), "migranet admitted a migration that cannot be scheduled")
 	Expect(stderr).To(ContainSubstring("migranet feasibleTarget: no node can receive VirtualMachineInstance " + ns + "/" + vmi + ": " + refusal))
