@@ -164,8 +164,23 @@ func fillMemory(ctx context.Context, ns, node string) *corev1.Pod {
 	GinkgoHelper()
 	n := &corev1.Node{}
 	Expect(f.Client.Get(ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
+	// Earlier specs' pods leave with their namespaces after the spec ends. A filler sized while one
+	// is still on the node leaves room once it is gone, and the migration the spec must see refused
+	// fits (seen in CI, depending on the spec order): wait until none is left.
 	pods := &corev1.PodList{}
-	Expect(f.Client.List(ctx, pods)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(f.Client.List(ctx, pods)).To(Succeed())
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.NodeName != node || p.Namespace == ns {
+				continue
+			}
+			g.Expect(p.DeletionTimestamp).To(BeNil(), "pod %s/%s on %s is going", p.Namespace, p.Name, node)
+			pns := &corev1.Namespace{}
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: p.Namespace}, pns)).To(Succeed())
+			g.Expect(pns.DeletionTimestamp).To(BeNil(), "pod %s/%s on %s: its namespace is going", p.Namespace, p.Name, node)
+		}
+	}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 	free := n.Status.Allocatable.Memory().DeepCopy()
 	for i := range pods.Items {
 		p := &pods.Items[i]
