@@ -23,6 +23,7 @@ import (
 type poolAPI struct {
 	client.Client // nil: any other call panics
 	pools         []unstructured.Unstructured
+	reservations  []unstructured.Unstructured
 	pods          []string // namespace/name of the pods that exist
 	poolLists     int
 	deleted       []string
@@ -52,8 +53,15 @@ func (a *poolAPI) List(_ context.Context, list client.ObjectList, opts ...client
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	switch l := list.(type) {
 	case *unstructured.UnstructuredList:
-		a.poolLists++
-		l.Items = slices.Clone(a.pools)
+		switch l.GroupVersionKind() {
+		case IPPoolList:
+			a.poolLists++
+			l.Items = slices.Clone(a.pools)
+		case ReservationList:
+			l.Items = slices.Clone(a.reservations)
+		default:
+			return fmt.Errorf("poolAPI cannot list %v", l.GroupVersionKind())
+		}
 	case *metav1.PartialObjectMetadataList:
 		for _, ref := range a.pods {
 			ns, name := splitRef(ref)
@@ -70,6 +78,15 @@ func (a *poolAPI) List(_ context.Context, list client.ObjectList, opts ...client
 func (a *poolAPI) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
 	a.deleted = append(a.deleted, obj.GetNamespace()+"/"+obj.GetName())
 	return nil
+}
+
+// reservation is a whereabouts OverlappingRangeIPReservation in kube-system.
+func reservation(addr, podRef string) unstructured.Unstructured {
+	u := unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"podref": podRef, "ifname": "migration0"}}}
+	u.SetGroupVersionKind(reservationKind)
+	u.SetNamespace("kube-system")
+	u.SetName(ReservationName(netip.MustParseAddr(addr)))
+	return u
 }
 
 func splitRef(ref string) (string, string) {

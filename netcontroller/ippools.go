@@ -116,21 +116,40 @@ func PoolName(rng netip.Prefix) string {
 	return strings.NewReplacer(":", "-", "/", "-").Replace(s)
 }
 
-// releaseLeaks reads the current range's pool and removes the allocations LeakedAllocations
-// finds, with one resourceVersion-guarded update (a conflict is returned; the caller retries).
-// A pod the cache has not seen yet may already hold an address (the CNI ADD runs before the
-// informer delivers the pod), so a candidate counts as gone only when it is absent from both the
-// cache (inCache) and the API server, read after the pool. It returns how many allocations the
-// pool holds afterwards (0 when there is no pool or no IPPool CRD yet).
-func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, inCache func(namespace, name string) bool) (int64, error) {
+// releaseLeaks reads the current range's pool and whereabouts' reservations, removes the
+// allocations LeakedAllocations finds with one resourceVersion-guarded update (a conflict is
+// returned; the caller retries), then deletes the reservations LeakedReservations finds (of any
+// range). A pod the cache has not seen yet may already hold an address (the CNI ADD runs before
+// the informer delivers the pod), so a candidate counts as gone only when it is absent from both
+// the cache (inCache) and the API server, read after the pool and the reservations. It returns
+// how many addresses of the range whereabouts holds afterwards (HeldAddresses: the pool's and
+// the reservations'; 0 without the whereabouts CRDs).
+func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, assignable func(netip.Addr) bool, inCache func(namespace, name string) bool) (int64, error) {
 	pool := &unstructured.Unstructured{}
 	pool.SetGroupVersionKind(ipPoolKind)
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.WhereaboutsNamespace, Name: PoolName(rng)}, pool)
-	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-		return 0, nil
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		pool = nil
+	case err != nil:
+		return 0, err
 	}
+	reservations, err := r.listReservations(ctx)
 	if err != nil {
 		return 0, err
+	}
+	allocs := poolAllocations(pool)
+	if err := r.releaseAllocations(ctx, pool, allocs, rng, inCache); err != nil {
+		return HeldAddresses(rng, allocationAddrs(rng, allocs), reservations, assignable), err
+	}
+	reservations, err = r.releaseReservations(ctx, reservations, inCache)
+	return HeldAddresses(rng, allocationAddrs(rng, allocs), reservations, assignable), err
+}
+
+// poolAllocations reads a pool's spec.allocations (none for a nil pool).
+func poolAllocations(pool *unstructured.Unstructured) map[string]Allocation {
+	if pool == nil {
+		return nil
 	}
 	raw, _, _ := unstructured.NestedMap(pool.Object, "spec", "allocations")
 	allocs := make(map[string]Allocation, len(raw))
@@ -141,33 +160,52 @@ func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, inCache
 		ifName, _ := m["ifname"].(string)
 		allocs[key] = Allocation{ID: id, PodRef: ref, IfName: ifName}
 	}
-	held := int64(len(allocs))
+	return allocs
+}
+
+// allocationAddrs are the addresses of rng the allocation keys stand for (toIPReservationList);
+// keys that are not offsets are skipped, as whereabouts skips them.
+func allocationAddrs(rng netip.Prefix, allocs map[string]Allocation) []netip.Addr {
+	addrs := make([]netip.Addr, 0, len(allocs))
+	for key := range allocs {
+		if a, ok := AddrAtOffset(rng, key); ok {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+// releaseAllocations removes the leaked allocations from the pool (and from allocs) with one
+// update carrying the resourceVersion read: whereabouts writes its pools with the same optimistic
+// concurrency, so an allocation made meanwhile makes this fail, not vanish.
+func (r *Controller) releaseAllocations(ctx context.Context, pool *unstructured.Unstructured, allocs map[string]Allocation, rng netip.Prefix, inCache func(namespace, name string) bool) error {
 	if len(LeakedAllocations(allocs, r.KubeVirtNamespace, inCache)) == 0 {
-		return held, nil
+		return nil
 	}
 	live, err := r.livePods(ctx)
 	if err != nil {
-		return held, err
+		return err
 	}
 	leaked := LeakedAllocations(allocs, r.KubeVirtNamespace, func(ns, name string) bool {
 		return inCache(ns, name) || live[ns+"/"+name]
 	})
 	if len(leaked) == 0 {
-		return held, nil
+		return nil
 	}
 	released := make([]string, 0, len(leaked))
 	for _, key := range leaked {
 		released = append(released, fmt.Sprintf("%s (offset %s)", allocs[key].PodRef, key))
 		unstructured.RemoveNestedField(pool.Object, "spec", "allocations", key)
 	}
-	// The update carries the resourceVersion read above: whereabouts writes its pools with the
-	// same optimistic concurrency, so an allocation made meanwhile makes this fail, not vanish.
 	if err := r.Client.Update(ctx, pool); err != nil {
-		return held, err
+		return err
+	}
+	for _, key := range leaked {
+		delete(allocs, key)
 	}
 	ctrl.LoggerFrom(ctx).Info("released whereabouts allocations of virt-handler pods that no longer exist",
 		"ippool", pool.GetName(), "range", rng.String(), "released", released)
-	return held - int64(len(leaked)), nil
+	return nil
 }
 
 // livePods are the pods of the KubeVirt namespace (namespace/name) as the API server has them now:
@@ -231,4 +269,25 @@ func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, inCac
 		}
 	}
 	return nil
+}
+
+// AddrAtOffset is the address of rng an allocation key stands for: the key is the address'
+// decimal offset from the range's first address (whereabouts' toIPReservationList with
+// IPAddOffset). False for a key that is not a non-negative decimal or falls outside rng.
+func AddrAtOffset(rng netip.Prefix, key string) (netip.Addr, bool) {
+	off, ok := new(big.Int).SetString(key, 10)
+	if !ok || off.Sign() < 0 {
+		return netip.Addr{}, false
+	}
+	first := rng.Masked().Addr()
+	sum := off.Add(off, new(big.Int).SetBytes(first.AsSlice()))
+	b := make([]byte, first.BitLen()/8)
+	if sum.BitLen() > len(b)*8 {
+		return netip.Addr{}, false
+	}
+	a, _ := netip.AddrFromSlice(sum.FillBytes(b))
+	if !rng.Contains(a) {
+		return netip.Addr{}, false
+	}
+	return a, true
 }

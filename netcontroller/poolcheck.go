@@ -79,7 +79,7 @@ func (r *Controller) checkPoolDue(ctx context.Context, m *settings.MigrationNetw
 	if wait := nextPoolCheck(st.last, now, vanished || st.retry, nearFull(m, max(used, st.held))); wait > 0 {
 		return max(used, st.held), wait, nil
 	}
-	held, err := r.releaseLeaks(ctx, st.rng, func(ns, name string) bool { return present[ns+"/"+name] })
+	held, err := r.releaseLeaks(ctx, st.rng, settings.Assignable(m), func(ns, name string) bool { return present[ns+"/"+name] })
 	r.Metrics.step(StepCleanup, err)
 	st.last, st.retry = now, err != nil
 	if apierrors.IsConflict(err) {

@@ -6,6 +6,7 @@ package netcontroller
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list;watch,namespace=kubevirt
 // +kubebuilder:rbac:groups=whereabouts.cni.cncf.io,resources=ippools,verbs=get;list;update;delete,namespace=kube-system
+// +kubebuilder:rbac:groups=whereabouts.cni.cncf.io,resources=overlappingrangeipreservations,verbs=list;delete,namespace=kube-system
 // +kubebuilder:rbac:groups=migranet.io,resources=settings/status,verbs=patch
 // The guard's offender scan lists every pod (metadata, paged) and VMI in the cluster.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list

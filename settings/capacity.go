@@ -205,3 +205,38 @@ func (a uint128) big() *big.Int {
 }
 
 func (a uint128) String() string { return a.big().String() }
+
+// Assignable reports, for an address of m's range, whether whereabouts may hand it out: not the
+// range's first or last address and inside no exclude (the addresses UsableAddresses counts). An
+// address outside the range is not assignable; a value that does not parse assigns nothing.
+func Assignable(m *MigrationNetwork) func(netip.Addr) bool {
+	none := func(netip.Addr) bool { return false }
+	if m == nil {
+		return none
+	}
+	rng, _, err := parsePrefixOrAddr(m.Range)
+	if err != nil {
+		return none
+	}
+	rng = rng.Masked()
+	first, last := rng.Addr(), lastAddr(rng)
+	excl := make([]netip.Prefix, 0, len(m.Exclude))
+	for _, s := range m.Exclude {
+		p, _, err := parsePrefixOrAddr(s)
+		if err != nil {
+			return none
+		}
+		excl = append(excl, p.Masked())
+	}
+	return func(a netip.Addr) bool {
+		if !rng.Contains(a) || a == first || a == last {
+			return false
+		}
+		for _, p := range excl {
+			if p.Contains(a) {
+				return false
+			}
+		}
+		return true
+	}
+}

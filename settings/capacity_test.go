@@ -167,3 +167,27 @@ func TestLastAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestAssignable: the addresses whereabouts may hand out are those UsableAddresses counts.
+// Catches: a reservation of the network, broadcast or an excluded address counted as used.
+func TestAssignable(t *testing.T) {
+	m := &MigrationNetwork{ClusterNetwork: "migration", Range: "192.168.100.0/24", Exclude: []string{"192.168.100.128/26", "192.168.100.7"}}
+	ok := Assignable(m)
+	for addr, want := range map[string]bool{
+		"192.168.100.1": true, "192.168.100.254": true, "192.168.100.0": false, "192.168.100.255": false,
+		"192.168.100.7": false, "192.168.100.130": false, "192.168.100.192": true, "10.0.0.1": false,
+	} {
+		if got := ok(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("%s: %v, want %v", addr, got, want)
+		}
+	}
+	v6 := Assignable(&MigrationNetwork{ClusterNetwork: "migration", Range: "fd00:10:77::/64", Exclude: []string{"fd00:10:77::1/128"}})
+	for addr, want := range map[string]bool{"fd00:10:77::": false, "fd00:10:77::1": false, "fd00:10:77::2": true, "fd00:10:77:0:ffff:ffff:ffff:ffff": false} {
+		if got := v6(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("%s: %v, want %v", addr, got, want)
+		}
+	}
+	if Assignable(nil)(netip.MustParseAddr("192.168.100.1")) {
+		t.Error("a disabled network assigns an address")
+	}
+}

@@ -3,10 +3,12 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -19,10 +21,32 @@ import (
 )
 
 // CRDDirs are the folders whose CRDs every local cluster installs: KubeVirt's, the
-// NetworkAttachmentDefinition's, and migranet's own.
-func CRDDirs() []string {
+// NetworkAttachmentDefinition's, whereabouts' own (IPPool, OverlappingRangeIPReservation and
+// NodeSlicePool, from the module the proving ground builds the plugin from, as its install
+// applies them) and migranet's own.
+func CRDDirs() ([]string, error) {
 	root := RepoRoot()
-	return []string{filepath.Join(root, "test", "crds"), filepath.Join(root, "manifests", "crd")}
+	wb, err := WhereaboutsCRDDir()
+	if err != nil {
+		return nil, err
+	}
+	return []string{filepath.Join(root, "test", "crds"), wb, filepath.Join(root, "manifests", "crd")}, nil
+}
+
+// WhereaboutsCRDDir is doc/crds of the whereabouts module test/tools/cni pins, downloaded from the
+// module proxy when the module cache lacks it.
+func WhereaboutsCRDDir() (string, error) {
+	dir := filepath.Join(RepoRoot(), "test", "tools", "cni")
+	const mod = "github.com/k8snetworkplumbingwg/whereabouts"
+	out, err := exec.Command("go", "-C", dir, "mod", "download", "-json", mod).Output()
+	if err != nil {
+		return "", fmt.Errorf("whereabouts CRDs: go mod download %s in %s: %w", mod, dir, err)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		return "", fmt.Errorf("whereabouts CRDs: no module directory in %q", out)
+	}
+	return filepath.Join(m.Dir, "doc", "crds"), nil
 }
 
 // InstallCRDs creates every CRD found in CRDDirs and waits until all are established. When the
@@ -30,7 +54,11 @@ func CRDDirs() []string {
 // own.
 func (c *Cluster) InstallCRDs(ctx context.Context) error {
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, dir := range CRDDirs() {
+	dirs, err := CRDDirs()
+	if err != nil {
+		return err
+	}
+	for _, dir := range dirs {
 		found, err := ReadCRDs(dir)
 		if err != nil {
 			return err

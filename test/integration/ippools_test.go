@@ -57,7 +57,9 @@ var _ = Describe("whereabouts allocations leaked by vanished virt-handlers", fun
 	// Fault caught: migranet leaving the allocations of force-deleted virt-handlers in the pool of
 	// the range in use (Harvester #9598) — whereabouts frees an address only on CNI DEL, which a
 	// pod deleted with grace period 0 never gets, so the range fills up and the next virt-handler
-	// cannot start. Also caught: releasing another namespace's allocation in the same pool, and
+	// cannot start. Also caught: releasing only the pool entry and leaving the address'
+	// OverlappingRangeIPReservation, which the simulator keeps and consults as whereabouts does
+	// (the address is then skipped for good and the range still exhausts). Also caught: releasing another namespace's allocation in the same pool, and
 	// releasing the address of a virt-handler the manager's cache has not seen yet (its
 	// replacement allocates while the old pod's deletion is being handled).
 	It("releases them from the current pool, so replacements get addresses, and leaves another namespace's alone", func(ctx context.Context) {

@@ -25,7 +25,9 @@
 //     kube-system (named by IPPoolName/normalizeRange, spec.allocations keyed by the decimal
 //     offset from the range start, each {id, podref, ifname}), the lowest free offset as
 //     IterateForAssignment picks it (not the network or last address, not excluded, not held),
-//     written with a resourceVersion-guarded JSON patch as KubernetesIPPool.Update does — and
+//     written with a resourceVersion-guarded JSON patch as KubernetesIPPool.Update does, skipping an
+//     address whose OverlappingRangeIPReservation names another pod and reserving the one taken
+//     (overlapping ranges are on by default; IPManagementKubernetesUpdate, DEL removes both) — and
 //     writes the k8s.v1.cni.cncf.io/network-status annotation (no MTU: the bridge plugin reports
 //     none); kwok marks the pod Ready only then. It remembers each link (bridge, VLAN, MTU,
 //     address: Multus.Link) while the sandbox lives. A failed ADD (missing NAD, invalid VLAN,

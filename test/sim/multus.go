@@ -60,8 +60,8 @@ type sandbox struct {
 // attachment is one network's allocation: the IPPool it lives in and the pod's interface, and
 // the link the bridge plugin made.
 type attachment struct {
-	pool, ifName string
-	link         Link
+	pool, networkName, ifName string
+	link                      Link
 }
 
 // SetupWithManager registers the simulator with a manager.
@@ -161,7 +161,7 @@ func (r *Multus) runDELs(ctx context.Context) error {
 	r.mu.Unlock()
 	for uid, sb := range due {
 		for _, a := range sb.attached {
-			if err := whereaboutsDel(ctx, r.Client, a.pool, sb.containerID, a.ifName); err != nil {
+			if err := whereaboutsDel(ctx, r.Client, a.pool, a.networkName, sb.containerID, a.ifName); err != nil {
 				return fmt.Errorf("DEL of pod %s on %s: %w", uid, a.pool, err)
 			}
 		}
@@ -190,11 +190,11 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 		if iface == "" {
 			iface = fmt.Sprintf("net%d", i+1)
 		}
-		link, pool, err := r.allocate(ctx, pod, e.Namespace, e.Name, sb.containerID, iface)
+		link, rng, err := r.allocate(ctx, pod, e.Namespace, e.Name, sb.containerID, iface)
 		if err == nil {
 			ip := link.Addr
 			r.mu.Lock()
-			sb.attached = append(sb.attached, attachment{pool: pool, ifName: iface, link: link})
+			sb.attached = append(sb.attached, attachment{pool: PoolName(rng.NetworkName, rng.Prefix), networkName: rng.NetworkName, ifName: iface, link: link})
 			r.mu.Unlock()
 			statuses = append(statuses, nadv1.NetworkStatus{
 				Name: e.Namespace + "/" + e.Name, Interface: iface, IPs: []string{ip.String()}, Mac: macFor(ip),
@@ -215,28 +215,28 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 // allocate runs the NAD's bridge plugin ADD (ParseBridgeConf: a VLAN outside 0–4094 fails it
 // before any address is taken, as loadNetConf runs before IPAM) and asks whereabouts for an
 // address of its range for the pod's interface.
-func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name, containerID, ifName string) (Link, string, error) {
+func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name, containerID, ifName string) (Link, WhereaboutsRange, error) {
 	nad := &nadv1.NetworkAttachmentDefinition{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, nad); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Link{}, "", fmt.Errorf("cannot find a network-attachment-definition (%s) in namespace (%s)", name, namespace)
+			return Link{}, WhereaboutsRange{}, fmt.Errorf("cannot find a network-attachment-definition (%s) in namespace (%s)", name, namespace)
 		}
-		return Link{}, "", err
+		return Link{}, WhereaboutsRange{}, err
 	}
 	br, err := ParseBridgeConf(nad.Spec.Config)
 	if err != nil {
-		return Link{}, "", err
+		return Link{}, WhereaboutsRange{}, err
 	}
 	rng, err := ParseWhereaboutsRange(nad.Spec.Config)
 	if err != nil {
-		return Link{}, "", err
+		return Link{}, WhereaboutsRange{}, err
 	}
 	ip, err := whereaboutsAdd(ctx, r.Client, rng, containerID, pod.Namespace+"/"+pod.Name, ifName)
 	if err != nil {
-		return Link{}, "", fmt.Errorf("error at storage engine: %w", err)
+		return Link{}, WhereaboutsRange{}, fmt.Errorf("error at storage engine: %w", err)
 	}
 	link := Link{NAD: namespace + "/" + name, BridgeConf: br, Addr: ip, Prefix: rng.Prefix}
-	return link, PoolName(rng.NetworkName, rng.Prefix), nil
+	return link, rng, nil
 }
 
 // Link returns the interface ifName the simulator attached to the pod with uid, while its sandbox

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/netip"
 	"strings"
@@ -255,11 +256,15 @@ func patchPool(ctx context.Context, c client.Client, name, resourceVersion strin
 
 // whereaboutsAdd allocates an address of r to the pod's interface (IPManagementKubernetesUpdate
 // in Allocate mode with AssignIP): an allocation the pod already holds for that interface is
-// reused under the new container ID, otherwise the lowest free address is reserved; the pool is
-// created on first use; a conflicting write is retried from a fresh read.
+// reused under the new container ID, otherwise the lowest free address is taken; the pool is
+// created on first use; a conflicting write is retried from a fresh read. With overlapping ranges
+// (whereabouts' default) an address whose OverlappingRangeIPReservation names another pod is
+// skipped and the next one tried, and the address taken is reserved after the pool write
+// (UpdateOverlappingRangeAllocation) unless the pod already holds its reservation.
 func whereaboutsAdd(ctx context.Context, c client.Client, r WhereaboutsRange, containerID, podRef, ifName string) (netip.Addr, error) {
 	name := PoolName(r.NetworkName, r.Prefix)
 	var lastErr error
+	skipped := map[netip.Addr]bool{} // reserved by another pod (the "dummy records")
 	for range datastoreRetries {
 		pool, found, err := getPool(ctx, c, name)
 		if err != nil {
@@ -271,7 +276,7 @@ func whereaboutsAdd(ctx context.Context, c client.Client, r WhereaboutsRange, co
 			}
 			continue
 		}
-		reserved := map[netip.Addr]bool{}
+		reserved := maps.Clone(skipped)
 		var ip netip.Addr
 		for key, a := range pool.Allocations {
 			addr, ok := AddrAtKey(pool.Range, key)
@@ -288,9 +293,20 @@ func whereaboutsAdd(ctx context.Context, c client.Client, r WhereaboutsRange, co
 				return netip.Addr{}, err
 			}
 		}
+		holder, err := reservationHolder(ctx, c, ip, r.NetworkName)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("k8s get OverlappingRangeIPReservation error: %s", err)
+		}
+		if holder != "" && holder != podRef {
+			skipped[ip] = true
+			continue
+		}
 		alloc := &IPAllocation{ID: containerID, PodRef: podRef, IfName: ifName}
 		retry, err := patchPool(ctx, c, name, pool.ResourceVersion, map[string]*IPAllocation{OffsetKey(pool.Range, ip): alloc})
 		if err == nil {
+			if holder == "" {
+				return ip, reserve(ctx, c, ip, r.NetworkName, podRef, ifName, containerID)
+			}
 			return ip, nil
 		}
 		if !retry {
@@ -301,9 +317,62 @@ func whereaboutsAdd(ctx context.Context, c client.Client, r WhereaboutsRange, co
 	return netip.Addr{}, fmt.Errorf("IPAM error updating pool: %v", lastErr)
 }
 
+// ReservationGVK is whereabouts' cluster-wide reservation of one address.
+var ReservationGVK = schema.GroupVersionKind{Group: IPPoolGVK.Group, Version: IPPoolGVK.Version, Kind: "OverlappingRangeIPReservation"}
+
+// ReservationName is the reservation's name for an address (NormalizeIP): ':' becomes '-' (a
+// trailing ':' gets a '0' first), prefixed by "<network_name>-" when one is set.
+func ReservationName(a netip.Addr, networkName string) string {
+	s := a.String()
+	if strings.HasSuffix(s, ":") {
+		s += "0"
+	}
+	s = strings.ReplaceAll(s, ":", "-")
+	if networkName != "" {
+		return networkName + "-" + s
+	}
+	return s
+}
+
+// reservationHolder is the podref of a's reservation, "" when there is none
+// (GetOverlappingRangeIPReservation).
+func reservationHolder(ctx context.Context, c client.Client, a netip.Addr, networkName string) (string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ReservationGVK)
+	err := c.Get(ctx, client.ObjectKey{Namespace: WhereaboutsNamespace, Name: ReservationName(a, networkName)}, u)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	ref, _, _ := unstructured.NestedString(u.Object, "spec", "podref")
+	return ref, nil
+}
+
+// reserve creates a's reservation (UpdateOverlappingRangeAllocation in Allocate mode).
+func reserve(ctx context.Context, c client.Client, a netip.Addr, networkName, podRef, ifName, containerID string) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": ReservationName(a, networkName), "namespace": WhereaboutsNamespace},
+		"spec":     map[string]any{"podref": podRef, "ifname": ifName, "containerid": containerID},
+	}}
+	u.SetGroupVersionKind(ReservationGVK)
+	return c.Create(ctx, u)
+}
+
+// unreserve deletes a's reservation (UpdateOverlappingRangeAllocation in Deallocate mode).
+func unreserve(ctx context.Context, c client.Client, a netip.Addr, networkName string) error {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ReservationGVK)
+	u.SetNamespace(WhereaboutsNamespace)
+	u.SetName(ReservationName(a, networkName))
+	return c.Delete(ctx, u)
+}
+
 // whereaboutsDel releases what the container holds on the interface in the pool (Deallocate mode
-// with DeallocateIP: matched by container ID and interface; nothing held is no error).
-func whereaboutsDel(ctx context.Context, c client.Client, pool, containerID, ifName string) error {
+// with DeallocateIP: matched by container ID and interface; nothing held is no error), then the
+// address' reservation.
+func whereaboutsDel(ctx context.Context, c client.Client, pool, networkName, containerID, ifName string) error {
 	var lastErr error
 	for range datastoreRetries {
 		p, found, err := getPool(ctx, c, pool)
@@ -311,9 +380,11 @@ func whereaboutsDel(ctx context.Context, c client.Client, pool, containerID, ifN
 			return err
 		}
 		changes := map[string]*IPAllocation{}
+		var freed netip.Addr
 		for key, a := range p.Allocations {
 			if a.ID == containerID && a.IfName == ifName {
 				changes[key] = nil
+				freed, _ = AddrAtKey(p.Range, key)
 				break
 			}
 		}
@@ -321,6 +392,9 @@ func whereaboutsDel(ctx context.Context, c client.Client, pool, containerID, ifN
 			return nil
 		}
 		retry, err := patchPool(ctx, c, pool, p.ResourceVersion, changes)
+		if err == nil && freed.IsValid() {
+			return unreserve(ctx, c, freed, networkName)
+		}
 		if err == nil || !retry {
 			return err
 		}
