@@ -12,6 +12,9 @@ CONTROLLER_TOOLS_VERSION=v0.19.0
 KUBEVIRT_VERSION=v1.8.4
 # Prometheus 3.16's promtool, for `promtool test rules` of manifests/monitoring.
 PROMETHEUS_VERSION=v0.316.0
+# The CNI plugins the proving ground runs for real (versions pinned in test/tools/cni/go.mod).
+CNI_PLUGINS_VERSION=v1.9.1
+WHEREABOUTS_VERSION=v0.9.2
 # KubeVirt v1.8 needs kubevirt.io/virt-template-* v0.1.7 and github.com/rhobs/...: the module proxy
 # serves them, the checksum database does not answer for them. go.sum pins what was fetched.
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}kubevirt.io,github.com/rhobs
@@ -21,6 +24,7 @@ kwokdir=$cache/kwok-$KWOK_VERSION
 cgdir=$cache/controller-tools-$CONTROLLER_TOOLS_VERSION
 kvdir=$cache/kubevirt-$KUBEVIRT_VERSION
 promdir=$cache/prometheus-$PROMETHEUS_VERSION
+cnidir=$cache/cni-plugins-$CNI_PLUGINS_VERSION-whereabouts-$WHEREABOUTS_VERSION
 log() { echo "migranet build: $*" >&2; }
 
 # progress prints one line per 100 packages compiled, so a long build visibly moves.
@@ -65,6 +69,20 @@ build_kubevirt() {
   log "KubeVirt built in $((SECONDS - start)) s"
 }
 
+# build_cni builds the bridge plugin and whereabouts from the throwaway module in test/tools/cni
+# (whereabouts' go.mod has a replace directive, so `go install pkg@version` refuses it).
+build_cni() {
+  [ -x "$cnidir/bridge" ] && [ -x "$cnidir/whereabouts" ] && return 0
+  log "building the CNI bridge plugin $CNI_PLUGINS_VERSION and whereabouts $WHEREABOUTS_VERSION into $cnidir (cold: about 2 minutes)"
+  local start=$SECONDS tmp
+  tmp=$(mktemp -d "$cache/.cni.XXXX")
+  (cd "$here/cni" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/bridge" github.com/containernetworking/plugins/plugins/main/bridge \
+    && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/whereabouts" github.com/k8snetworkplumbingwg/whereabouts/cmd) \
+    || { log "CNI plugin build failed"; exit 1; }
+  mkdir -p "$cnidir" && mv "$tmp"/* "$cnidir"/ && rmdir "$tmp"
+  log "CNI plugins built in $((SECONDS - start)) s"
+}
+
 build_tool() { # dir pkg@version name
   [ -x "$1/$3" ] && return 0
   log "building $2"
@@ -85,8 +103,11 @@ case "${1:-all}" in
   controller-gen)
     build_tool "$cgdir" sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION controller-gen
     echo "$cgdir/controller-gen" ;;
+  cni)
+    build_cni
+    echo "$cnidir" ;;
   promtool)
     build_tool "$promdir" github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION promtool
     echo "$promdir/promtool" ;;
-  *) log "usage: build.sh [all|kubevirt|controller-gen|promtool]"; exit 2 ;;
+  *) log "usage: build.sh [all|kubevirt|cni|controller-gen|promtool]"; exit 2 ;;
 esac
