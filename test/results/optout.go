@@ -19,6 +19,8 @@ func Prerequisite(suite string) (string, bool) {
 	switch suite {
 	case "qemu":
 		return "network namespaces (root or CAP_SYS_ADMIN) and qemu-system-x86_64 (apt-get install qemu-system-x86)", true
+	case "netns":
+		return "network and mount namespaces (root, or CAP_SYS_ADMIN and CAP_NET_ADMIN), ip, unshare, mount and ping (apt-get install iproute2 util-linux mount iputils-ping)", true
 	}
 	return "", false
 }

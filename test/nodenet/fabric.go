@@ -1,0 +1,153 @@
+package nodenet
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+)
+
+// Fabric is the wiring between the nodes: a host namespace per node and, per cluster network, a
+// bridge in a switch namespace that every node carrying that network is joined to by a veth
+// uplink. A node's side of the uplink (UplinkName) is enslaved to the node's <cluster
+// network>-br bridge, as Harvester's network agent enslaves the cluster network's bond; the MTU
+// of both ends is the uplink's MTU, so a frame larger than it is dropped where it leaves the node
+// (the bridge's forwarding drops frames longer than the port's MTU), as a switch port or NIC with
+// a smaller MTU drops it.
+type Fabric struct {
+	// Prefix starts every namespace's name; unique per local cluster.
+	Prefix string
+
+	mu    sync.Mutex
+	nodes map[string]int // node name → index (names the switch-side veths)
+	nets  map[string]int // cluster network → index (names the switch bridges)
+}
+
+// UplinkName is a node's uplink of a cluster network, in the node's host namespace.
+func UplinkName(clusterNetwork string) string { return ifName(clusterNetwork, "-bo") }
+
+// BridgeName is a cluster network's bridge on a node (Harvester's <cn>-br, the NAD's "bridge").
+func BridgeName(clusterNetwork string) string { return clusterNetwork + "-br" }
+
+// ifName fits name+suffix into an interface name (at most 15 bytes) by shortening name.
+func ifName(name, suffix string) string {
+	if n := 15 - len(suffix); len(name) > n {
+		name = name[:n]
+	}
+	return name + suffix
+}
+
+// Switch is the namespace holding the switch bridges.
+func (f *Fabric) Switch() NS { return NS(f.Prefix + "-sw") }
+
+// Host is a node's host namespace.
+func (f *Fabric) Host(node string) NS { return NS(f.Prefix + "-" + node) }
+
+// AddNode creates the node's host namespace (idempotent).
+func (f *Fabric) AddNode(ctx context.Context, node string) (NS, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodes == nil {
+		f.nodes, f.nets = map[string]int{}, map[string]int{}
+	}
+	if _, ok := f.nodes[node]; !ok {
+		f.nodes[node] = len(f.nodes)
+	}
+	if err := AddNS(ctx, f.Switch()); err != nil {
+		return "", err
+	}
+	return f.Host(node), AddNS(ctx, f.Host(node))
+}
+
+// switchPort is the switch-side end of node's uplink of network cn.
+func (f *Fabric) switchPort(node, cn string) string {
+	return "n" + strconv.Itoa(f.nodes[node]) + "c" + strconv.Itoa(f.nets[cn])
+}
+
+// SetUplink makes node carry cluster network cn with an uplink of the given MTU: the node's
+// bridge (created when missing), the veth pair to the switch's bridge of cn, both ends up at mtu.
+// Called again, it only changes the MTU.
+func (f *Fabric) SetUplink(ctx context.Context, node, cn string, mtu int) error {
+	if _, err := f.AddNode(ctx, node); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.nets[cn]; !ok {
+		f.nets[cn] = len(f.nets)
+	}
+	sw, host := string(f.Switch()), string(f.Host(node))
+	swBridge, port, uplink, br := "s"+strconv.Itoa(f.nets[cn]), f.switchPort(node, cn), UplinkName(cn), BridgeName(cn)
+	m := strconv.Itoa(mtu)
+	if ip(ctx, "-n", sw, "link", "show", swBridge) != nil {
+		if err := ip(ctx, "-n", sw, "link", "add", swBridge, "type", "bridge"); err != nil {
+			return err
+		}
+		if err := ip(ctx, "-n", sw, "link", "set", swBridge, "mtu", "65000", "up"); err != nil {
+			return err
+		}
+	}
+	if ip(ctx, "-n", host, "link", "show", br) != nil {
+		if err := ip(ctx, "-n", host, "link", "add", br, "type", "bridge"); err != nil {
+			return err
+		}
+	}
+	if ip(ctx, "-n", host, "link", "show", uplink) != nil {
+		if err := ip(ctx, "-n", host, "link", "add", uplink, "type", "veth", "peer", "name", port, "netns", sw); err != nil {
+			return err
+		}
+		if err := ip(ctx, "-n", sw, "link", "set", port, "master", swBridge, "up"); err != nil {
+			return err
+		}
+		if err := ip(ctx, "-n", host, "link", "set", uplink, "master", br, "up"); err != nil {
+			return err
+		}
+	}
+	for _, step := range [][]string{
+		{"-n", sw, "link", "set", port, "mtu", m},
+		{"-n", host, "link", "set", uplink, "mtu", m},
+		{"-n", host, "link", "set", br, "up"},
+	} {
+		if err := ip(ctx, step...); err != nil {
+			return fmt.Errorf("uplink of %s on %s: %w", cn, node, err)
+		}
+	}
+	return nil
+}
+
+// RemoveUplink takes cluster network cn off node: its uplink and bridge go (the pods' veths on
+// that bridge lose their port to the switch).
+func (f *Fabric) RemoveUplink(ctx context.Context, node, cn string) error {
+	host := string(f.Host(node))
+	for _, l := range []string{UplinkName(cn), BridgeName(cn)} {
+		if ip(ctx, "-n", host, "link", "show", l) == nil {
+			if err := ip(ctx, "-n", host, "link", "del", l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// RemoveNode deletes the node's host namespace and with it its bridges and uplinks.
+func (f *Fabric) RemoveNode(ctx context.Context, node string) error { return DelNS(ctx, f.Host(node)) }
+
+// Close deletes every namespace of the fabric: the nodes' and the switch.
+func (f *Fabric) Close(ctx context.Context) error {
+	f.mu.Lock()
+	nodes := make([]string, 0, len(f.nodes))
+	for n := range f.nodes {
+		nodes = append(nodes, n)
+	}
+	f.mu.Unlock()
+	var first error
+	for _, n := range nodes {
+		if err := f.RemoveNode(ctx, n); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := DelNS(ctx, f.Switch()); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
