@@ -46,7 +46,8 @@ func reconcile() ([]string, error) {
 		nodes[i].Labels = map[string]string{benchHandle: "true"}
 	}
 	// KubeVirt stays simulated: 10,000 VMIs would otherwise each get a virt-launcher pod.
-	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodes, SimulatedKubeVirt: true})
+	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodes, SimulatedKubeVirt: true,
+		NodeNetworks: env.NodeNetworksSimulated})
 	if err != nil {
 		return nil, err
 	}

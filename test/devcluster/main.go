@@ -53,7 +53,7 @@ func run() error {
 	defer stop()
 	began := time.Now()
 	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: cluster.DefaultNodes(nodes), Progress: os.Stderr,
-		SimulatedKubeVirt: simulated})
+		SimulatedKubeVirt: simulated, NodeNetworks: env.NodeNetworksIfAvailable})
 	if err != nil {
 		return err
 	}

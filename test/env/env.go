@@ -53,6 +53,9 @@ type Options struct {
 	SimulatedKubeVirt bool
 	// Replicas of the manager to run; DefaultReplicas (the Deployment's count) when 0.
 	Replicas int
+	// NodeNetworks: whether the nodes get real networks and the real CNI plugins (see
+	// NodeNetworksMode); NodeNetworksRequired when empty.
+	NodeNetworks NodeNetworksMode
 }
 
 // Env is a running environment.
@@ -62,10 +65,12 @@ type Env struct {
 	Manager  *Manager
 	Replicas []*Manager
 	// Service stands in for the webhook Service in front of the manager replicas.
-	Service  *sim.Service
-	progress io.Writer
-	stopSims context.CancelFunc
-	simsDone chan struct{}
+	Service *sim.Service
+	// NodeNetworks are the nodes' real networks; nil when the plugins are simulated.
+	NodeNetworks *sim.NodeNetworks
+	progress     io.Writer
+	stopSims     context.CancelFunc
+	simsDone     chan struct{}
 }
 
 // Start brings the environment up; on error everything already started is stopped.
@@ -103,6 +108,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
 		return nil, err
 	}
+	if e.NodeNetworks, err = startNodeNetworks(ctx, c, opts.NodeNetworks, opts.Progress); err != nil {
+		return nil, err
+	}
 	if err := e.startSimulators(!opts.SimulatedKubeVirt); err != nil {
 		return nil, err
 	}
@@ -136,6 +144,9 @@ func (e *Env) Stop() {
 		e.stopSims()
 		<-e.simsDone
 	}
+	if e.NodeNetworks != nil {
+		_ = e.NodeNetworks.Close(context.Background())
+	}
 	e.Cluster.Stop()
 }
 
@@ -164,11 +175,18 @@ func (e *Env) startSimulators(handler bool) error {
 	if err := operator.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	multus := &sim.Multus{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("kubelet")}
+	multus := &sim.Multus{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("kubelet"), Nodes: e.NodeNetworks}
 	if err := multus.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	what := "virt-operator and Multus simulators"
+	if e.NodeNetworks != nil {
+		agent := &sim.HarvesterAgent{Client: mgr.GetClient(), Nodes: e.NodeNetworks}
+		if err := agent.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		what = "virt-operator simulator, Multus stand-in with the real bridge and whereabouts plugins, Harvester agent stand-in"
+	}
 	if handler {
 		standIn := &sim.VirtHandlerStandIn{Client: mgr.GetClient(), Clientset: e.Clientset, Config: e.Config,
 			Namespace: cluster.KubeVirtNamespace, MigrationTime: HandlerMigrationTime, Links: multus}

@@ -115,18 +115,14 @@ func (f *Fabric) SetUplink(ctx context.Context, node, cn string, mtu int) error 
 	return nil
 }
 
-// RemoveUplink takes cluster network cn off node: its uplink and bridge go (the pods' veths on
-// that bridge lose their port to the switch).
+// RemoveUplink takes node off cluster network cn's switch: its uplink goes, its bridge stays with
+// whatever ports the pods have on it, which then reach only each other.
 func (f *Fabric) RemoveUplink(ctx context.Context, node, cn string) error {
 	host := string(f.Host(node))
-	for _, l := range []string{UplinkName(cn), BridgeName(cn)} {
-		if ip(ctx, "-n", host, "link", "show", l) == nil {
-			if err := ip(ctx, "-n", host, "link", "del", l); err != nil {
-				return err
-			}
-		}
+	if ip(ctx, "-n", host, "link", "show", UplinkName(cn)) != nil {
+		return nil
 	}
-	return nil
+	return ip(ctx, "-n", host, "link", "del", UplinkName(cn))
 }
 
 // RemoveNode deletes the node's host namespace and with it its bridges and uplinks.

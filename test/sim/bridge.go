@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/nodenet"
 )
 
 // The bridge CNI model below follows github.com/containernetworking/plugins v1.9.1 (the version
@@ -105,6 +106,14 @@ type Link struct {
 	// Addr is the interface's address and Prefix the range it came from (the interface's subnet).
 	Addr   netip.Addr
 	Prefix netip.Prefix
+	// Mac is the interface's MAC address.
+	Mac string
+	// Sandbox is the pod sandbox's network namespace when the real plugins made the link, ""
+	// when it is simulated.
+	Sandbox nodenet.NS
+	// TagSimulated: the config asks for a VLAN tag, which this kernel cannot apply (no 802.1Q):
+	// the real plugins made the link untagged and VLAN says which tag it stands for.
+	TagSimulated bool
 }
 
 // EffectiveMTU is the veth's MTU: the configured one, else the kernel's default.

@@ -164,8 +164,9 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 	return target, patch, after, err
 }
 
-// path judges the migration network between the two nodes' virt-handlers (MigrationPath), from
-// the links the Multus simulator made and the nodes' cluster network uplinks.
+// path judges the migration network between the two nodes' virt-handlers: by probing it over the
+// real links when the real plugins made them (WirePath), else from the links the Multus
+// simulator made and the nodes' cluster network uplinks (MigrationPath).
 func (h *VirtHandlerStandIn) path(ctx context.Context, source, target string) (PathVerdict, error) {
 	if h.Links == nil {
 		return PathVerdict{Network: "Migration"}, nil
@@ -190,7 +191,7 @@ func (h *VirtHandlerStandIn) path(ctx context.Context, source, target string) (P
 		}
 		sides[i].Migration0, sides[i].Uplink = &link, NodeUplink(n, link.Bridge)
 	}
-	return MigrationPath(sides[0], sides[1]), nil
+	return WirePath(ctx, sides[0], sides[1]), nil
 }
 
 // sourceStep is the source's next write, or nil, as KubeVirt v1.8.4's MigrationSourceController

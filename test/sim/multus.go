@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/migranet/migranet/test/nodenet"
 )
 
 // Multus is the Multus + bridge CNI + whereabouts simulator (see the package documentation).
@@ -43,6 +45,10 @@ import (
 type Multus struct {
 	Client   client.Client
 	Recorder record.EventRecorder
+	// Nodes, when set, are the nodes' real networks: each sandbox gets a network namespace and
+	// every network is attached by the real plugins (realAttach), which then hold the addresses,
+	// IPPools and reservations. Nil: the bridge plugin and whereabouts are simulated.
+	Nodes *NodeNetworks
 
 	mu sync.Mutex
 	// sandboxes are the attached pods' sandboxes, by pod UID.
@@ -52,6 +58,11 @@ type Multus struct {
 // sandbox is what Multus remembers of a pod sandbox's ADD.
 type sandbox struct {
 	containerID string
+	// netns is the sandbox's network namespace with real node networks ("" otherwise), and
+	// host the namespace of its node.
+	netns, host nodenet.NS
+	pod         types.NamespacedName
+	uid         types.UID
 	attached    []attachment
 	// teardown: the kubelet tears this sandbox down, so DEL is due.
 	teardown bool
@@ -62,6 +73,9 @@ type sandbox struct {
 type attachment struct {
 	pool, networkName, ifName string
 	link                      Link
+	// network and config are the NAD and the config the real plugins were called with (DEL is
+	// called with the same, as Multus does from its cache).
+	network, config string
 }
 
 // SetupWithManager registers the simulator with a manager.
@@ -109,6 +123,11 @@ func (r *Multus) observe(o client.Object, gone bool) {
 		sb.teardown = true
 	case gone && !sb.teardown:
 		delete(r.sandboxes, pod.UID)
+		if sb.netns != "" {
+			// The sandbox is gone from the node with nothing told (no CNI DEL): its interfaces go
+			// with its namespace, its addresses stay held.
+			go func() { _ = nodenet.DelNS(context.Background(), sb.netns) }()
+		}
 	}
 }
 
@@ -161,8 +180,13 @@ func (r *Multus) runDELs(ctx context.Context) error {
 	r.mu.Unlock()
 	for uid, sb := range due {
 		for _, a := range sb.attached {
-			if err := whereaboutsDel(ctx, r.Client, a.pool, a.networkName, sb.containerID, a.ifName); err != nil {
+			if err := r.del(ctx, &sb, a); err != nil {
 				return fmt.Errorf("DEL of pod %s on %s: %w", uid, a.pool, err)
+			}
+		}
+		if sb.netns != "" {
+			if err := nodenet.DelNS(ctx, sb.netns); err != nil {
+				return err
 			}
 		}
 		r.mu.Lock()
@@ -180,7 +204,17 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(pod.UID))
-	sb := &sandbox{containerID: hex.EncodeToString(sum[:])}
+	sb := &sandbox{containerID: hex.EncodeToString(sum[:]), pod: client.ObjectKeyFromObject(pod), uid: pod.UID}
+	if r.Nodes != nil {
+		host, err := r.Nodes.Node(ctx, pod.Spec.NodeName)
+		if err != nil {
+			return nil, err
+		}
+		sb.host, sb.netns = host, nodenet.NS(r.Nodes.Fabric.Prefix+"-s"+sb.containerID[:10])
+		if err := nodenet.AddNS(ctx, sb.netns); err != nil {
+			return nil, err
+		}
+	}
 	r.mu.Lock()
 	r.sandboxes[pod.UID] = sb // registered first, so a deletion seen meanwhile marks it
 	r.mu.Unlock()
@@ -190,14 +224,18 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 		if iface == "" {
 			iface = fmt.Sprintf("net%d", i+1)
 		}
-		link, rng, err := r.allocate(ctx, pod, e.Namespace, e.Name, sb.containerID, iface)
+		var a attachment
+		if r.Nodes != nil {
+			a, err = r.realAttach(ctx, sb, e.Namespace, e.Name, iface)
+		} else {
+			a, err = r.simAttach(ctx, pod, e.Namespace, e.Name, sb.containerID, iface)
+		}
 		if err == nil {
-			ip := link.Addr
 			r.mu.Lock()
-			sb.attached = append(sb.attached, attachment{pool: PoolName(rng.NetworkName, rng.Prefix), networkName: rng.NetworkName, ifName: iface, link: link})
+			sb.attached = append(sb.attached, a)
 			r.mu.Unlock()
 			statuses = append(statuses, nadv1.NetworkStatus{
-				Name: e.Namespace + "/" + e.Name, Interface: iface, IPs: []string{ip.String()}, Mac: macFor(ip),
+				Name: e.Namespace + "/" + e.Name, Interface: iface, IPs: []string{a.link.Addr.String()}, Mac: a.link.Mac,
 			})
 			continue
 		}
@@ -210,6 +248,26 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 		return nil, fmt.Errorf("error adding container to network %q: %w", e.Name, err)
 	}
 	return statuses, nil
+}
+
+// simAttach is allocate, remembered as an attachment.
+func (r *Multus) simAttach(ctx context.Context, pod *corev1.Pod, namespace, name, containerID, ifName string) (attachment, error) {
+	link, rng, err := r.allocate(ctx, pod, namespace, name, containerID, ifName)
+	if err != nil {
+		return attachment{}, err
+	}
+	link.Mac = macFor(link.Addr)
+	return attachment{pool: PoolName(rng.NetworkName, rng.Prefix), networkName: rng.NetworkName, ifName: ifName, link: link}, nil
+}
+
+// del is a CNI DEL of one attachment: the real plugins' with real node networks, else the
+// simulated whereabouts release.
+func (r *Multus) del(ctx context.Context, sb *sandbox, a attachment) error {
+	if sb.netns == "" {
+		return whereaboutsDel(ctx, r.Client, a.pool, a.networkName, sb.containerID, a.ifName)
+	}
+	_, err := r.Nodes.Plugins.Run(ctx, realRequest("DEL", sb, a.network, a.ifName, a.config))
+	return err
 }
 
 // allocate runs the NAD's bridge plugin ADD (ParseBridgeConf: a VLAN outside 0–4094 fails it

@@ -1,0 +1,89 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/test/nodenet"
+)
+
+// vlanUnsupported is how the real bridge plugin's ADD fails on this kernel for a tagged config,
+// once loadNetConf accepted the VLAN: creating a bridge with VLAN filtering ("failed to create
+// bridge ...: operation not supported", ensureBridge) or tagging the port ("failed to setup vlan
+// tag ...: operation not supported", setupVeth) — the kernel has no bridge VLAN filtering.
+const vlanUnsupported = "operation not supported"
+
+// realAttach attaches the sandbox to the NAD namespace/name with the real plugins, as Multus runs
+// a delegate: the NAD's spec.config, CNI ADD in the node's namespace. A failed ADD is undone with
+// a DEL of the same delegate (Multus' delegate cleanup) and returned as the plugin said it.
+//
+// A tagged config passes the real plugin's own parsing (an invalid VLAN fails there, with its
+// message) and is then refused by this kernel, which has no 802.1Q; the DEL undoes it and the
+// network is attached again untagged, the tag kept on the Link (TagSimulated) for the
+// virt-handler stand-in, which keeps differently tagged links apart.
+func (r *Multus) realAttach(ctx context.Context, sb *sandbox, namespace, name, ifName string) (attachment, error) {
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, nad); err != nil {
+		if apierrors.IsNotFound(err) {
+			return attachment{}, fmt.Errorf("cannot find a network-attachment-definition (%s) in namespace (%s)", name, namespace)
+		}
+		return attachment{}, err
+	}
+	network, config := namespace+"/"+name, nad.Spec.Config
+	res, err := r.realADD(ctx, sb, network, ifName, config)
+	tagged := false
+	if br, perr := ParseBridgeConf(config); err != nil && perr == nil && br.VLAN != 0 && strings.Contains(err.Error(), vlanUnsupported) {
+		untagged, uerr := withoutVLAN(config)
+		if uerr != nil {
+			return attachment{}, uerr
+		}
+		tagged, config = true, untagged
+		res, err = r.realADD(ctx, sb, network, ifName, config)
+	}
+	if err != nil {
+		return attachment{}, err
+	}
+	addr, mac, ok := res.Addr(ifName)
+	if !ok {
+		return attachment{}, fmt.Errorf("the plugin returned no address for %s", ifName)
+	}
+	br, err := ParseBridgeConf(nad.Spec.Config)
+	if err != nil {
+		return attachment{}, err
+	}
+	link := Link{NAD: network, BridgeConf: br, Addr: addr.Addr(), Prefix: addr.Masked(), Mac: mac, Sandbox: sb.netns, TagSimulated: tagged}
+	return attachment{ifName: ifName, link: link, network: network, config: config}, nil
+}
+
+// realADD is one CNI ADD; a failure is undone with a DEL of the same delegate.
+func (r *Multus) realADD(ctx context.Context, sb *sandbox, network, ifName, config string) (*nodenet.Result, error) {
+	res, err := r.Nodes.Plugins.Run(ctx, realRequest("ADD", sb, network, ifName, config))
+	if err != nil {
+		if _, derr := r.Nodes.Plugins.Run(ctx, realRequest("DEL", sb, network, ifName, config)); derr != nil {
+			err = fmt.Errorf("%w; and while cleaning up: %v", err, derr)
+		}
+	}
+	return res, err
+}
+
+func realRequest(cmd string, sb *sandbox, network, ifName, config string) nodenet.Request {
+	return nodenet.Request{Command: cmd, Host: sb.host, Sandbox: sb.netns, ContainerID: sb.containerID, IfName: ifName,
+		PodNamespace: sb.pod.Namespace, PodName: sb.pod.Name, PodUID: string(sb.uid), NetworkName: network, Config: config}
+}
+
+// withoutVLAN is config with its "vlan" removed.
+func withoutVLAN(config string) (string, error) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(config), &m); err != nil {
+		return "", err
+	}
+	delete(m, "vlan")
+	b, err := json.Marshal(m)
+	return string(b), err
+}
