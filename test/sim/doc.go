@@ -11,6 +11,13 @@
 //     Degraded all True) while a changed configuration rolls virt-handler, AllComponentsReady once
 //     every virt-handler pod is updated and ready; targetDeploymentID / observedDeploymentID
 //     follow the rendered template.
+//   - With real node networks (NodeNetworks, package nodenet; as root), Multus stands in for
+//     Multus's kubelet side only: it gives each sandbox a network namespace and runs the real
+//     bridge and whereabouts plugins (multus_real.go) — CNI ADD of each NAD's spec.config on
+//     sandbox creation, DEL on graceful delete, none for a vanished pod; a failed ADD undone with
+//     DEL and reported with the plugin's error in FailedCreatePodSandBox. HarvesterAgent keeps each
+//     node's <cn>-br bridge and uplink (nodenetworks.go), and the virt-handler stand-in probes a
+//     migration's path over the wire (WirePath). Without them, everything below is simulated.
 //   - Multus stands in for Multus + the bridge CNI + whereabouts IPAM (multus.go, bridge.go,
 //     whereabouts.go): for a scheduled pod that asks for extra networks it looks up each
 //     NetworkAttachmentDefinition, runs the bridge plugin's configuration checks as
