@@ -42,6 +42,23 @@ func poolAllocations(ctx context.Context, name string) (map[string]sim.IPAllocat
 	return out, nil
 }
 
+// reservedAddrs are the addresses whereabouts' OverlappingRangeIPReservations hold (unnamed
+// networks' names only), with their pods.
+func reservedAddrs(ctx context.Context) (map[netip.Addr]string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(netcontroller.ReservationList)
+	if err := f.Client.List(ctx, list, client.InNamespace(sim.WhereaboutsNamespace)); err != nil {
+		return nil, err
+	}
+	out := map[netip.Addr]string{}
+	for _, item := range list.Items {
+		if a, ok := netcontroller.ReservedAddr(item.GetName()); ok {
+			out[a], _, _ = unstructured.NestedString(item.Object, "spec", "podref")
+		}
+	}
+	return out, nil
+}
+
 // podRefs are the pods holding the allocations, by key.
 func podRefs(allocs map[string]sim.IPAllocation) map[string]string {
 	out := map[string]string{}
@@ -135,6 +152,17 @@ var _ = Describe("whereabouts allocations leaked by vanished virt-handlers", fun
 		Eventually(func() *v1beta1.IPCapacity { return setting(ctx).Status.Capacity }).WithContext(ctx).
 			WithTimeout(framework.Short).Should(Equal(&v1beta1.IPCapacity{Usable: 5, Used: 4, Free: 1}),
 			"used counts the pool's allocations, the tenant's leak included")
+		// What whereabouts holds is exactly that: one reservation per pool entry, none for the
+		// force-deleted virt-handlers.
+		reserved, err := reservedAddrs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		inRange := map[string]string{}
+		for a, ref := range reserved {
+			if rng.Contains(a) {
+				inRange[sim.OffsetKey(rng, a)] = ref
+			}
+		}
+		Expect(inRange).To(Equal(want), "the reservations of the range, by offset")
 		Consistently(func(g Gomega) {
 			allocs, err := poolAllocations(ctx, poolName)
 			g.Expect(err).NotTo(HaveOccurred())

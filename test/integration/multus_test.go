@@ -80,4 +80,52 @@ var _ = Describe("the Multus simulator's bridge plugin", func() {
 		Eventually(ready(ctx, wide)).WithTimeout(framework.Long).Should(Succeed())
 		Eventually(ready(ctx, off)).WithTimeout(framework.Long).Should(Succeed())
 	})
+
+	// Fault caught: a sandbox left half attached — the first network's address kept (in the
+	// IPPool and its reservation) when a later network of the same pod fails, which Multus undoes
+	// with a DEL of every delegate it added.
+	It("undoes the networks attached before one the plugin refuses, and reports the plugin's error", func(ctx context.Context) {
+		ns := f.Namespace(ctx)
+		for name, cfg := range map[string]string{
+			"first":  `"bridge":"migration-br"`,
+			"second": `"bridge":"migration-br","vlan":4095`,
+		} {
+			Expect(f.Client.Create(ctx, &nadv1.NetworkAttachmentDefinition{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"bridge",` + cfg +
+					`,"ipam":{"type":"whereabouts","range":"10.92.0.0/29"}}`},
+			})).To(Succeed())
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "two", Annotations: map[string]string{sim.NetworksAnnotation: "first@net1,second@net2"}},
+			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "none"}},
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+		}
+		Eventually(func() error { return f.Client.Create(ctx, pod.DeepCopy()) }).WithTimeout(framework.Short).Should(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, pod))).To(Succeed()) })
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(f.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			var msgs []string
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == "two" && e.Reason == "FailedCreatePodSandBox" {
+					msgs = append(msgs, e.Message)
+				}
+			}
+			g.Expect(msgs).To(ContainElement(And(ContainSubstring(`"second"`), ContainSubstring("invalid VLAN ID 4095 (must be between 0 and 4094)"))))
+		}).WithTimeout(framework.Long).Should(Succeed())
+		// The kubelet retries the sandbox every 2 s, each retry adding and undoing the first network
+		// again; without the undo its allocation would stay for good (whereabouts hands the same
+		// pod and interface the address it holds).
+		Eventually(func(g Gomega) {
+			allocs, err := poolAllocations(ctx, "10.92.0.0-29")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(podRefs(allocs)).NotTo(ContainElement(ns+"/two"), "the first network's allocation is undone")
+			reserved, err := reservedAddrs(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			for a, ref := range reserved {
+				g.Expect(ref).NotTo(Equal(ns+"/two"), "reservation of %s", a)
+			}
+		}).WithTimeout(framework.Short).Should(Succeed())
+	})
 })
