@@ -32,6 +32,9 @@ const (
 	ReasonInvalidValue     = "InvalidValue"
 	ReasonSufficient       = "Sufficient"
 	ReasonLowCapacity      = "LowCapacity"
+	// ReasonStatusWriteFailed is the Warning event recorded when the API server refuses or fails
+	// the status write: the status then shows an earlier observation.
+	ReasonStatusWriteFailed = "StatusWriteFailed"
 )
 
 // Controller observes the migration network (see the package documentation).
@@ -112,6 +115,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err = status.ApplyStatus(ctx, r.Client, s, status.FieldManagerNetwork, conds, fields)
 	r.Metrics.step(StepStatus, err)
 	if err != nil {
+		r.statusWriteFailed(s, err)
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, errors.Join(poolErr, r.cleanOnce(ctx, snap, in))
@@ -218,23 +222,6 @@ func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, 
 	return snap
 }
 
-// capacityOf counts the range's addresses and judges whether enough are free: fewer than 10 %
-// of the usable addresses, or fewer than 2, is low.
-func capacityOf(m *settings.MigrationNetwork, obs Observation) (metav1.Condition, *v1beta1.IPCapacity) {
-	usable := int64(0)
-	if n, err := settings.UsableAddresses(m); err == nil {
-		usable = settings.ClampInt64(n)
-	}
-	c := &v1beta1.IPCapacity{Usable: usable, Used: obs.Used, Free: usable - obs.Used}
-	cond := metav1.Condition{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionTrue, Reason: ReasonSufficient,
-		Message: fmt.Sprintf("%d of %d usable addresses free", c.Free, c.Usable)}
-	if c.Free < 2 || c.Free*10 < c.Usable {
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonLowCapacity
-		cond.Message = fmt.Sprintf("only %d of %d usable addresses of %s are free: a node added now may leave its virt-handler without a migration address; widen the range or drop excludes", c.Free, c.Usable, m.Range)
-	}
-	return cond, c
-}
-
 // recordTransitions emits one event per condition whose status or reason changes: a rollout
 // starting (Ready False, NotApplied or NodesNotAttached) and ending (Ready True), KubeVirt or the
 // value going wrong, capacity turning low and recovering. Progress within a rollout ("2 of 3")
@@ -245,6 +232,18 @@ func (r *Controller) recordTransitions(s *v1beta1.Setting, conds []metav1.Condit
 			r.Recorder.Event(s, eventType(c), c.Reason, c.Message)
 		}
 	}
+}
+
+// statusWriteFailed records a Warning event on the setting for a status write that failed, so
+// kubectl describe says the status is stale and why (the step counter
+// migranet_reconcile_total{controller="netcontroller",step="status",result="error"} counts it
+// too). The recorder aggregates repeats: a write refused on every retry is one event, counted.
+func (r *Controller) statusWriteFailed(s *v1beta1.Setting, err error) {
+	msg := fmt.Sprintf("the network controller could not write this setting's status, which still shows an earlier observation: %v", err)
+	if len(msg) > 1024 {
+		msg = msg[:1021] + "..."
+	}
+	r.Recorder.Event(s, corev1.EventTypeWarning, ReasonStatusWriteFailed, msg)
 }
 
 // eventType is Normal for healthy conditions and for a rollout in progress, else Warning.
