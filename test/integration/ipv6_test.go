@@ -156,7 +156,7 @@ var _ = Describe("an IPv6 migration network (a /64) beside the IPv4 pod network"
 			p := migranetPreflight(ctx, "-n", ns, "v6")
 			g.Expect(p.Admitted).To(BeTrue(), "%+v", p.Rules)
 			g.Expect(p.Rules).To(ContainElement(And(
-				HaveField("Rule", string(settings.RuleNetworkReady)), HaveField("Verdict", migrationcheck.VerdictPass))))
+				HaveField("Rule", settings.RuleNetworkReady), HaveField("Verdict", migrationcheck.VerdictPass))))
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 		f.CreateVMIM(ctx, framework.VMIM(ns, "move-v6", "v6", nil))
 	})
