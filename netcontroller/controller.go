@@ -34,7 +34,7 @@ const (
 	ReasonLowCapacity      = "LowCapacity"
 	// ReasonStatusWriteFailed is the Warning event recorded when the API server refuses or fails
 	// the status write: the status then shows an earlier observation.
-	ReasonStatusWriteFailed = "StatusWriteFailed"
+	ReasonStatusWriteFailed = status.ReasonWriteFailed
 )
 
 // Controller observes the migration network (see the package documentation).
@@ -115,7 +115,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err = status.ApplyStatus(ctx, r.Client, s, status.FieldManagerNetwork, conds, fields)
 	r.Metrics.step(StepStatus, err)
 	if err != nil {
-		r.statusWriteFailed(s, err)
+		status.RecordWriteFailure(r.Recorder, s, status.FieldManagerNetwork, err)
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, errors.Join(poolErr, r.cleanOnce(ctx, snap, in))
@@ -232,18 +232,6 @@ func (r *Controller) recordTransitions(s *v1beta1.Setting, conds []metav1.Condit
 			r.Recorder.Event(s, eventType(c), c.Reason, c.Message)
 		}
 	}
-}
-
-// statusWriteFailed records a Warning event on the setting for a status write that failed, so
-// kubectl describe says the status is stale and why (the step counter
-// migranet_reconcile_total{controller="netcontroller",step="status",result="error"} counts it
-// too). The recorder aggregates repeats: a write refused on every retry is one event, counted.
-func (r *Controller) statusWriteFailed(s *v1beta1.Setting, err error) {
-	msg := fmt.Sprintf("the network controller could not write this setting's status, which still shows an earlier observation: %v", err)
-	if len(msg) > 1024 {
-		msg = msg[:1021] + "..."
-	}
-	r.Recorder.Event(s, corev1.EventTypeWarning, ReasonStatusWriteFailed, msg)
 }
 
 // eventType is Normal for healthy conditions and for a rollout in progress, else Warning.
