@@ -32,6 +32,9 @@ const (
 	ReasonInvalidValue     = "InvalidValue"
 	ReasonSufficient       = "Sufficient"
 	ReasonLowCapacity      = "LowCapacity"
+	// ReasonStatusWriteFailed is the Warning event recorded when the API server refuses or fails
+	// the status write: the status then shows an earlier observation.
+	ReasonStatusWriteFailed = status.ReasonWriteFailed
 )
 
 // Controller observes the migration network (see the package documentation).
@@ -112,6 +115,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	err = status.ApplyStatus(ctx, r.Client, s, status.FieldManagerNetwork, conds, fields)
 	r.Metrics.step(StepStatus, err)
 	if err != nil {
+		status.RecordWriteFailure(r.Recorder, s, status.FieldManagerNetwork, err)
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, errors.Join(poolErr, r.cleanOnce(ctx, snap, in))
@@ -216,23 +220,6 @@ func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, 
 		snap.Message = fmt.Sprintf("all %d eligible virt-handlers are on the migration network %s", obs.Eligible, snap.Network)
 	}
 	return snap
-}
-
-// capacityOf counts the range's addresses and judges whether enough are free: fewer than 10 %
-// of the usable addresses, or fewer than 2, is low.
-func capacityOf(m *settings.MigrationNetwork, obs Observation) (metav1.Condition, *v1beta1.IPCapacity) {
-	usable := int64(0)
-	if n, err := settings.UsableAddresses(m); err == nil {
-		usable = settings.ClampInt64(n)
-	}
-	c := &v1beta1.IPCapacity{Usable: usable, Used: obs.Used, Free: usable - obs.Used}
-	cond := metav1.Condition{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionTrue, Reason: ReasonSufficient,
-		Message: fmt.Sprintf("%d of %d usable addresses free", c.Free, c.Usable)}
-	if c.Free < 2 || c.Free*10 < c.Usable {
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonLowCapacity
-		cond.Message = fmt.Sprintf("only %d of %d usable addresses of %s are free: a node added now may leave its virt-handler without a migration address; widen the range or drop excludes", c.Free, c.Usable, m.Range)
-	}
-	return cond, c
 }
 
 // recordTransitions emits one event per condition whose status or reason changes: a rollout

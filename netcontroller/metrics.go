@@ -1,6 +1,8 @@
 package netcontroller
 
 import (
+	"math/big"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/migranet/migranet/settings"
@@ -15,6 +17,9 @@ const (
 	MetricNodes      = "migranet_migration_network_nodes"
 	MetricAddresses  = "migranet_migration_network_addresses"
 	MetricForeign    = "migranet_migration_network_foreign_attachments"
+	// MetricAddressesExact is 1 while every address gauge holds its count exactly, 0 once one is
+	// rounded: a float64 holds every integer up to 2^53 only, and an IPv6 range counts beyond.
+	MetricAddressesExact = "migranet_migration_network_addresses_exact"
 )
 
 // Steps of the network controller, counted in status.MetricReconcileSteps.
@@ -34,6 +39,7 @@ type Metrics struct {
 	configured *prometheus.GaugeVec
 	nodes      *prometheus.GaugeVec
 	addresses  *prometheus.GaugeVec
+	exact      *prometheus.GaugeVec
 	foreign    *prometheus.GaugeVec
 }
 
@@ -55,7 +61,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{&m.configured, MetricConfigured, "1 when the vm-migration-network setting asks for a migration network, 0 when migrations use the pod network.", nil},
 		{&m.nodes, MetricNodes, "Nodes eligible for virt-handler (state=eligible) and those of them attached to the migration network with an address in its range (state=attached); absent while no migration network is configured.", []string{"state"}},
 		{&m.foreign, MetricForeign, "Objects other than virt-handler pods that attach a migration NAD (kind=Pod or VirtualMachineInstance), found by the leader's periodic scan; they predate the guard policies, which refuse new ones.", []string{"kind"}},
-		{&m.addresses, MetricAddresses, "Addresses of the migration range: assignable (kind=usable) and held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report); absent while no migration network is configured.", []string{"kind"}},
+		{&m.addresses, MetricAddresses, "Addresses of the migration range: assignable (kind=usable), held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report) and free (kind=free: usable minus used, computed exactly, then rounded once); absent while no migration network is configured. Counts above 2^53 are rounded to the nearest float64 (see " + MetricAddressesExact + "); the Setting's status.capacity has them exactly.", []string{"kind"}},
+		{&m.exact, MetricAddressesExact, "1 while every " + MetricAddresses + " series holds its count exactly, 0 when one is rounded (above 2^53, as an IPv6 range's usable count is); absent while no migration network is configured.", nil},
 	}
 	for _, g := range gauges {
 		vec, err := status.RegisterOrReuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, g.labels))
@@ -94,16 +101,33 @@ func (m *Metrics) observed(snap *settings.Snapshot, capacity *v1beta1.IPCapacity
 	if !snap.Configured {
 		m.nodes.Reset()
 		m.addresses.Reset()
+		m.exact.Reset()
 		return
 	}
 	m.nodes.WithLabelValues("eligible").Set(float64(snap.Eligible))
 	m.nodes.WithLabelValues("attached").Set(float64(snap.Attached))
 	if capacity == nil {
 		m.addresses.Reset()
+		m.exact.Reset()
 		return
 	}
-	m.addresses.WithLabelValues("usable").Set(float64(capacity.Usable))
-	m.addresses.WithLabelValues("used").Set(float64(capacity.Used))
+	exact := true
+	for kind, count := range map[string]v1beta1.Count{"usable": capacity.Usable, "used": capacity.Used, "free": capacity.Free} {
+		v, isExact := countGauge(count)
+		m.addresses.WithLabelValues(kind).Set(v)
+		exact = exact && isExact
+	}
+	m.exact.WithLabelValues().Set(boolGauge(exact))
+}
+
+// countGauge is c as the nearest float64, and whether that is c exactly.
+func countGauge(c v1beta1.Count) (float64, bool) {
+	n, ok := c.Big()
+	if !ok {
+		return 0, false
+	}
+	f, acc := new(big.Float).SetInt(n).Float64()
+	return f, acc == big.Exact
 }
 
 func boolGauge(b bool) float64 {

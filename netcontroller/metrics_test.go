@@ -50,10 +50,14 @@ func TestGaugesFollowObservations(t *testing.T) {
 	observeInto(t, m, valueA, h("h1", "n1", "net-a@migration0", "192.168.100.2"), h("h2", "n2", "net-a@migration0", "192.168.100.3"),
 		h("h3", "n3", "net-old@migration0", ""))
 	want := `
-# HELP migranet_migration_network_addresses Addresses of the migration range: assignable (kind=usable) and held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report); absent while no migration network is configured.
+# HELP migranet_migration_network_addresses Addresses of the migration range: assignable (kind=usable), held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report) and free (kind=free: usable minus used, computed exactly, then rounded once); absent while no migration network is configured. Counts above 2^53 are rounded to the nearest float64 (see migranet_migration_network_addresses_exact); the Setting's status.capacity has them exactly.
 # TYPE migranet_migration_network_addresses gauge
+migranet_migration_network_addresses{kind="free"} 252
 migranet_migration_network_addresses{kind="usable"} 254
 migranet_migration_network_addresses{kind="used"} 2
+# HELP migranet_migration_network_addresses_exact 1 while every migranet_migration_network_addresses series holds its count exactly, 0 when one is rounded (above 2^53, as an IPv6 range's usable count is); absent while no migration network is configured.
+# TYPE migranet_migration_network_addresses_exact gauge
+migranet_migration_network_addresses_exact 1
 # HELP migranet_migration_network_configured 1 when the vm-migration-network setting asks for a migration network, 0 when migrations use the pod network.
 # TYPE migranet_migration_network_configured gauge
 migranet_migration_network_configured 1
@@ -65,7 +69,7 @@ migranet_migration_network_nodes{state="eligible"} 3
 # TYPE migranet_migration_network_ready gauge
 migranet_migration_network_ready 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), MetricAddresses, MetricConfigured, MetricNodes, MetricReady); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), MetricAddresses, MetricAddressesExact, MetricConfigured, MetricNodes, MetricReady); err != nil {
 		t.Errorf("rolling out: %v", err)
 	}
 
@@ -92,7 +96,7 @@ migranet_migration_network_ready 0
 	if got := testutil.ToFloat64(m.ready.WithLabelValues()); got != 1 {
 		t.Errorf("disabled with KubeVirt available: ready = %v, want 1", got)
 	}
-	if n := testutil.CollectAndCount(m.nodes) + testutil.CollectAndCount(m.addresses); n != 0 {
+	if n := testutil.CollectAndCount(m.nodes) + testutil.CollectAndCount(m.addresses) + testutil.CollectAndCount(m.exact); n != 0 {
 		t.Errorf("disabled: %d node/address series left, want none", n)
 	}
 }
@@ -128,7 +132,7 @@ func TestNilMetricsIsSafe(t *testing.T) {
 	var m *Metrics
 	m.init()
 	m.step(StepObserve, nil)
-	m.observed(&settings.Snapshot{Configured: true, Ready: true}, &v1beta1.IPCapacity{Usable: 1})
+	m.observed(&settings.Snapshot{Configured: true, Ready: true}, &v1beta1.IPCapacity{Usable: "1"})
 }
 
 func TestEventsOnTransitionsOnly(t *testing.T) {
@@ -204,7 +208,7 @@ func TestStatusOfFields(t *testing.T) {
 		t.Errorf("nodes field = %#v, want the two observed nodes", fields["nodes"])
 	}
 	// 192.168.100.0/24: 254 usable, 1 used.
-	if capacity == nil || *capacity != (v1beta1.IPCapacity{Usable: 254, Used: 1, Free: 253}) || fields["capacity"] != capacity {
+	if capacity == nil || *capacity != (v1beta1.IPCapacity{Usable: "254", Used: "1", Free: "253", Summary: "1/254"}) || fields["capacity"] != capacity {
 		t.Errorf("capacity = %+v (field %v), want 254/1/253", capacity, fields["capacity"])
 	}
 	_, fields, capacity = statusOf(&settings.Snapshot{}, nil, Observation{})
@@ -226,11 +230,42 @@ func TestCapacityThreshold(t *testing.T) {
 		// 10.0.0.0/28: 14 usable. 2 free is above 10 % and not below 2.
 		{"10.0.0.0/28", 12, ReasonSufficient},
 		{"10.0.0.0/28", 13, ReasonLowCapacity},
+		// An IPv6 /64: 2^64-2 usable. Catches: free*10 computed in int64 (it overflows, turns
+		// negative and calls a nearly empty /64 low).
+		{"fd00:10:77::/64", 3, ReasonSufficient},
+		// fd00::/125: 6 usable.
+		{"fd00::/125", 4, ReasonSufficient},
+		{"fd00::/125", 5, ReasonLowCapacity},
 	} {
 		m := parse(t, `{"clusterNetwork":"migration","range":"`+tc.rng+`"}`)
 		cond, c := capacityOf(m, Observation{Used: tc.used})
 		if cond.Reason != tc.want {
 			t.Errorf("%s with %d used (%+v): %s, want %s", tc.rng, tc.used, c, cond.Reason, tc.want)
 		}
+	}
+}
+
+// TestGaugesOfAnIPv6Range: an IPv6 /64's counts are exact in the status and rounded once to the
+// nearest float64 in the gauges, which say so. Catches: the exact gauge claiming 1 for a rounded
+// count; a count clamped to an int64 (9223372036854775807 in the status).
+func TestGaugesOfAnIPv6Range(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mn := parse(t, `{"clusterNetwork":"migration","range":"fd00:10:77::/64","exclude":["fd00:10:77::1/128"]}`)
+	_, capacity := capacityOf(mn, Observation{Used: 3})
+	if capacity.Usable != "18446744073709551613" || capacity.Free != "18446744073709551610" || capacity.Summary != "3/2^64-3" {
+		t.Fatalf("capacity = %+v", capacity)
+	}
+	m.observed(&settings.Snapshot{Configured: true}, capacity)
+	if got := testutil.ToFloat64(m.addresses.WithLabelValues("usable")); got != 0x1p64 {
+		t.Errorf("usable gauge = %v, want 2^64 (the nearest float64)", got)
+	}
+	if got := testutil.ToFloat64(m.addresses.WithLabelValues("free")); got != 0x1p64 {
+		t.Errorf("free gauge = %v, want 2^64", got)
+	}
+	if got := testutil.ToFloat64(m.exact.WithLabelValues()); got != 0 {
+		t.Errorf("exact gauge = %v, want 0: the counts were rounded", got)
 	}
 }

@@ -128,7 +128,14 @@ func requestsNetwork(p *corev1.Pod, namespace, name string) bool {
 	return false
 }
 
-// migrationAddr is the first address of the pod's migration0 entry in its network-status.
+// migrationAddr is the address virt-handler migrates on: the first global unicast address of the
+// pod's migration0 entry in its network-status, of either family. This agrees with KubeVirt
+// v1.8.4's FindMigrationIP (pkg/virt-handler/migration.go), which virt-handler calls once at start:
+// it takes the first global unicast address of migration0 whatever its family (an IPv6 migration0
+// beside an IPv4 pod network, or the reverse, is used as is) and skips link-local and multicast
+// ones; it falls back to the pod IP only when migration0 does not exist, and with a migration0
+// that has no such address virt-handler fails to start. Either way the node is not on the
+// migration network, so false here (NoIP) is what readiness must say.
 func migrationAddr(p *corev1.Pod) (netip.Addr, bool) {
 	statuses, err := nadutils.GetNetworkStatus(p)
 	if err != nil {
@@ -139,7 +146,7 @@ func migrationAddr(p *corev1.Pod) (netip.Addr, bool) {
 			continue
 		}
 		for _, ip := range s.IPs {
-			if a, err := netip.ParseAddr(ip); err == nil {
+			if a, err := netip.ParseAddr(ip); err == nil && a.Unmap().IsGlobalUnicast() {
 				return a.Unmap(), true
 			}
 		}

@@ -2,6 +2,7 @@ package netcontroller
 
 import (
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -157,8 +158,8 @@ func TestJudgeAndCapacity(t *testing.T) {
 	for _, tc := range capCases {
 		m := parse(t, `{"clusterNetwork":"migration","range":"`+tc.rng+`"}`)
 		cond, c := capacityOf(m, Observation{Used: tc.used})
-		if cond.Status != tc.status || c.Free != tc.free || c.Used != tc.used {
-			t.Errorf("capacityOf(%s, used %d) = %s free %d, want %s free %d (%s)", tc.rng, tc.used, cond.Status, c.Free, tc.status, tc.free, cond.Message)
+		if cond.Status != tc.status || c.Free != v1beta1.Count(strconv.FormatInt(tc.free, 10)) || c.Used != v1beta1.Count(strconv.FormatInt(tc.used, 10)) {
+			t.Errorf("capacityOf(%s, used %d) = %s free %s, want %s free %d (%s)", tc.rng, tc.used, cond.Status, c.Free, tc.status, tc.free, cond.Message)
 		}
 	}
 }
@@ -179,6 +180,18 @@ func TestMigrationAddr(t *testing.T) {
 			`{"name":"kubevirt/net-a","interface":"migration0"}]`, ""},
 		{"an unparsable address is skipped", `[{"name":"kubevirt/net-a","interface":"migration0","ips":["nope","192.168.100.10"]}]`, "192.168.100.10"},
 		{"not JSON", `[{`, ""},
+		// Dual stack, as KubeVirt v1.8.4's FindMigrationIP takes it: migration0's first global
+		// unicast address whatever the pod network's family; link-local ones are skipped, and a
+		// migration0 with none is no migration address (virt-handler does not start). Catches:
+		// taking the link-local address, or preferring the pod network's family.
+		{"IPv6 migration0 beside an IPv4 pod network", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
+			`{"name":"kubevirt/net-a","interface":"migration0","ips":["fd00:10:77::2"]}]`, "fd00:10:77::2"},
+		{"IPv4 migration0 beside an IPv6 pod network", `[{"name":"pod","interface":"eth0","ips":["fd00:244::7"],"default":true},` +
+			`{"name":"kubevirt/net-a","interface":"migration0","ips":["192.168.100.7"]}]`, "192.168.100.7"},
+		{"link-local first", `[{"name":"kubevirt/net-a","interface":"migration0","ips":["fe80::1","fd00:10:77::3"]}]`, "fd00:10:77::3"},
+		{"link-local only", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
+			`{"name":"kubevirt/net-a","interface":"migration0","ips":["fe80::1"]}]`, ""},
+		{"an IPv4-mapped address is its IPv4 address", `[{"name":"kubevirt/net-a","interface":"migration0","ips":["::ffff:192.168.100.11"]}]`, "192.168.100.11"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -113,11 +113,5 @@ func nextPoolCheck(last, now time.Time, prompt, nearFull bool) time.Duration {
 // nearFull is the IPCapacity condition's threshold: fewer than 2, or fewer than 10 %, of the
 // usable addresses free.
 func nearFull(m *settings.MigrationNetwork, used int64) bool {
-	n, err := settings.UsableAddresses(m)
-	if err != nil {
-		return false
-	}
-	usable := settings.ClampInt64(n)
-	free := usable - used
-	return free < 2 || free*10 < usable
+	return countAddresses(m, used).low()
 }

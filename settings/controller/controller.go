@@ -300,5 +300,6 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, eff se
 	}
 	err := status.ApplyStatus(ctx, r.Client, s, status.FieldManagerSettings, []metav1.Condition{cond}, fields)
 	r.Metrics.Step(ControllerName, StepStatus, err)
+	status.RecordWriteFailure(r.Recorder, s, status.FieldManagerSettings, err)
 	return err
 }

@@ -3,11 +3,14 @@ package status
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -88,6 +91,24 @@ func unchanged(s *v1beta1.Setting, merged []metav1.Condition, fields map[string]
 }
 
 func isZero(v any) bool { return v == nil || v == "" }
+
+// ReasonWriteFailed is the reason of the Warning event RecordWriteFailure records.
+const ReasonWriteFailed = "StatusWriteFailed"
+
+// RecordWriteFailure records on s a Warning event saying that writer (a field manager) could not
+// write its part of the status and why, so kubectl describe tells that the status shown is stale
+// (the step counter counts the failure as well). The recorder aggregates repeats: a write refused
+// on every retry is one event with a count. The message is cut at 1 KiB.
+func RecordWriteFailure(rec record.EventRecorder, s *v1beta1.Setting, writer string, err error) {
+	if rec == nil || err == nil {
+		return
+	}
+	msg := fmt.Sprintf("%s could not write this setting's status, which still shows an earlier state: %v", writer, err)
+	if r := []rune(msg); len(r) > 1024 {
+		msg = string(r[:1021]) + "..."
+	}
+	rec.Event(s, corev1.EventTypeWarning, ReasonWriteFailed, msg)
+}
 
 // ConditionChanged reports whether cond differs in status or reason from the condition of its
 // type in stored, or stored has none: the transitions worth an event.

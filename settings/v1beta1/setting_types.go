@@ -29,6 +29,7 @@ const (
 // +kubebuilder:printcolumn:name="Value",type=string,JSONPath=`.status.summary`,description="Effective value, summarised"
 // +kubebuilder:printcolumn:name="Configured",type=string,JSONPath=`.status.conditions[?(@.type=="Configured")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="IPs Used",type=string,priority=1,JSONPath=`.status.capacity.summary`,description="Addresses of the migration range held / usable, in short"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Setting struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -83,16 +84,23 @@ type NodeMigrationStatus struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// IPCapacity counts the addresses of the migration range.
+// IPCapacity counts the addresses of the migration range. Every count is exact however large
+// the range (an IPv6 /64 has 2^64-2 usable addresses) and is written as a string of decimal
+// digits (see Count); Summary is the same in short for people.
 type IPCapacity struct {
 	// Usable is the number of assignable addresses (range minus network, broadcast and excludes).
-	Usable int64 `json:"usable"`
+	Usable Count `json:"usable"`
 	// Used is the number of addresses held in the range: the allocations of its whereabouts
 	// IPPool (virt-handlers', other pods', leaked ones not yet released), at least those
 	// virt-handler pods report.
-	Used int64 `json:"used"`
-	// Free is Usable minus Used.
-	Free int64 `json:"free"`
+	Used Count `json:"used"`
+	// Free is Usable minus Used (0 when more are held than usable).
+	Free Count `json:"free"`
+	// Summary is "<used>/<usable>" in short: counts below a million in full, a count within a
+	// million of a power of two as 2^k-d or 2^k+d (exact, e.g. "3/2^64-2"), others rounded
+	// ("~1.84e+19").
+	// +optional
+	Summary string `json:"summary,omitempty"`
 }
 
 // SettingList is a list of Settings.

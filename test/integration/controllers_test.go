@@ -115,7 +115,7 @@ var _ = Describe("the settings and network controllers", func() {
 			Expect(n.Reason).To(BeEmpty(), n.Name)
 			Expect(rng.Contains(netip.MustParseAddr(n.IP))).To(BeTrue(), n.IP)
 		}
-		Expect(s.Status.Capacity).To(Equal(&v1beta1.IPCapacity{Usable: 253, Used: 3, Free: 250}))
+		Expect(s.Status.Capacity).To(Equal(&v1beta1.IPCapacity{Usable: "253", Used: "3", Free: "250", Summary: "3/253"}))
 		Expect(condition(ctx, v1beta1.ConditionIPCapacity)).To(Equal("True/" + netcontroller.ReasonSufficient))
 		for _, p := range virtHandlers(ctx) {
 			Expect(p.Annotations).To(HaveKeyWithValue("k8s.v1.cni.cncf.io/networks", nadName+"@migration0"))
@@ -310,7 +310,7 @@ var _ = Describe("the settings and network controllers", func() {
 		DeferCleanup(func(ctx context.Context) { f.DeleteNodes(ctx, "extra-1") })
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionIPCapacity).
 			WithTimeout(framework.Long).Should(Equal("False/" + netcontroller.ReasonLowCapacity))
-		Expect(setting(ctx).Status.Capacity).To(Equal(&v1beta1.IPCapacity{Usable: 5, Used: 4, Free: 1}))
+		Expect(setting(ctx).Status.Capacity).To(Equal(&v1beta1.IPCapacity{Usable: "5", Used: "4", Free: "1", Summary: "4/5"}))
 		Eventually(func(g Gomega) {
 			events := &corev1.EventList{}
 			g.Expect(f.Client.List(ctx, events)).To(Succeed())

@@ -21,6 +21,10 @@ var expectedHashes = map[string]string{
 	net25: "de924797cf7dbf6dbfba7f3c7fc67b7ee6bc50fe323c9ecec2c1b831ef8f7543",
 	// canonical: {"clusterNetwork":"migration","vlan":0,"range":"10.89.0.0/29","exclude":["10.89.0.1/32"]}
 	smallRange: "8c13f21a6e7489b6bbf765caf0001eb4ddb8e609d1523fc597bca42c9970e7f3",
+	// canonical: the value itself (the issue's IPv6 /64)
+	net64: "d915f190e254ee0f38c4f724f254557f9fc7fbdde3775c9924d530b93fc54f0e",
+	// canonical: {"clusterNetwork":"migration","vlan":0,"range":"fd00:10:78::/125","exclude":["fd00:10:78::1/128","fd00:10:78::6/128"]}
+	net125: "3f994ca364bc817cc592f79952430725eb21c5207c433926aee0e01edb666cb7",
 	// rangeValue(a, b), canonical as written
 	`{"clusterNetwork":"migration","vlan":29,"range":"10.60.19.0/24"}`: "b7b6afd31cd93cff1333ecd562185fd6a05ec3c8dc123f108997745f367202b8",
 	`{"clusterNetwork":"migration","vlan":11,"range":"10.61.1.0/24"}`:  "599e0fea40894823dc53381a07e4a2cef3ef3ee5026e365315d47fab01d494cc",

@@ -150,7 +150,7 @@ var _ = Describe("whereabouts allocations leaked by vanished virt-handlers", fun
 			return podRefs(allocs)
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(want))
 		Eventually(func() *v1beta1.IPCapacity { return setting(ctx).Status.Capacity }).WithContext(ctx).
-			WithTimeout(framework.Short).Should(Equal(&v1beta1.IPCapacity{Usable: 5, Used: 4, Free: 1}),
+			WithTimeout(framework.Short).Should(Equal(&v1beta1.IPCapacity{Usable: "5", Used: "4", Free: "1", Summary: "4/5"}),
 			"used counts the pool's allocations, the tenant's leak included")
 		// What whereabouts holds is exactly that: one reservation per pool entry, none for the
 		// force-deleted virt-handlers.

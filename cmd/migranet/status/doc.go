@@ -84,5 +84,6 @@
 // NetworkAttachmentDefinition the value renders to), applied (bool: the KubeVirt CR points at
 // it), summary (the value in short, as in `kubectl get settings`), range, ready ("True", "False"
 // or "Unknown", the Ready condition), reason and message (of Ready, or why the setting could not
-// be read), nodesAttached, nodesEligible, ipsUsed, ipsUsable (null when not reported).
+// be read), nodesAttached, nodesEligible, ipsUsed, ipsUsable (exact integers of any size, null
+// when not reported).
 package status

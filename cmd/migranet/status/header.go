@@ -1,7 +1,9 @@
 package status
 
 import (
+	"encoding/json"
 	"fmt"
+	"math/big"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,8 +43,10 @@ type Network struct {
 	Message       string `json:"message"`
 	NodesAttached int    `json:"nodesAttached"`
 	NodesEligible int    `json:"nodesEligible"`
-	IPsUsed       *int64 `json:"ipsUsed"`
-	IPsUsable     *int64 `json:"ipsUsable"`
+	// IPsUsed and IPsUsable are exact JSON integers of any size (an IPv6 /64 has 2^64-2 usable
+	// addresses; decode them into a big integer or json.Number, not a float64).
+	IPsUsed   *json.Number `json:"ipsUsed"`
+	IPsUsable *json.Number `json:"ipsUsable"`
 	// Foreign says which objects besides virt-handlers attach the migration network (the
 	// Setting's Exclusive=False message); empty when none do.
 	Foreign string `json:"foreign,omitempty"`
@@ -80,8 +84,12 @@ func Header(s *v1beta1.Setting) Network {
 		}
 	}
 	if c := s.Status.Capacity; c != nil {
-		used, usable := c.Used, c.Usable
-		n.IPsUsed, n.IPsUsable = &used, &usable
+		used, okUsed := c.Used.Big()
+		usable, okUsable := c.Usable.Big()
+		if okUsed && okUsable {
+			u, v := json.Number(used.String()), json.Number(usable.String())
+			n.IPsUsed, n.IPsUsable = &u, &v
+		}
 	}
 	return n
 }
@@ -94,7 +102,8 @@ func Unavailable(reason, message string) Network {
 }
 
 // String is the header line, e.g.
-// "Migration network: vm-migration-network-0123456789 (migration vlan 100 192.168.100.0/24): Ready, nodes 3/3 attached, IPs 3/253 used".
+// "Migration network: vm-migration-network-0123456789 (migration vlan 100 192.168.100.0/24): Ready, nodes 3/3 attached, IPs 3/253 used";
+// address counts are in settings.ShortCount's form ("IPs 3/2^64-2 used" for an IPv6 /64).
 func (n Network) String() string {
 	var b strings.Builder
 	b.WriteString("Migration network: ")
@@ -127,14 +136,24 @@ func (n Network) String() string {
 	}
 	if n.Mode == ModeMigration {
 		fmt.Fprintf(&b, ", nodes %d/%d attached", n.NodesAttached, n.NodesEligible)
-		if n.IPsUsed != nil && n.IPsUsable != nil {
-			fmt.Fprintf(&b, ", IPs %d/%d used", *n.IPsUsed, *n.IPsUsable)
+		if used, usable, ok := n.ips(); ok {
+			fmt.Fprintf(&b, ", IPs %s used", settings.CapacitySummary(used, usable))
 		}
 	}
 	if n.Foreign != "" {
 		fmt.Fprintf(&b, "; NOT EXCLUSIVE: %s", n.Foreign)
 	}
 	return b.String()
+}
+
+// ips is the header's address counts as integers, false when either is missing or malformed.
+func (n Network) ips() (used, usable *big.Int, ok bool) {
+	if n.IPsUsed == nil || n.IPsUsable == nil {
+		return nil, nil, false
+	}
+	used, okUsed := new(big.Int).SetString(n.IPsUsed.String(), 10)
+	usable, okUsable := new(big.Int).SetString(n.IPsUsable.String(), 10)
+	return used, usable, okUsed && okUsable
 }
 
 func joinNonEmpty(sep string, parts ...string) string {

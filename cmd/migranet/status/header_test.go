@@ -2,6 +2,7 @@ package status
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,7 +59,8 @@ func nodes(attached, eligible int) settingOpt {
 
 func capacity(used, usable int64) settingOpt {
 	return func(s *v1beta1.Setting) {
-		s.Status.Capacity = &v1beta1.IPCapacity{Used: used, Usable: usable, Free: usable - used}
+		s.Status.Capacity = &v1beta1.IPCapacity{Used: v1beta1.Count(strconv.FormatInt(used, 10)),
+			Usable: v1beta1.Count(strconv.FormatInt(usable, 10)), Free: v1beta1.Count(strconv.FormatInt(usable-used, 10))}
 	}
 }
 
