@@ -145,7 +145,7 @@ type nodeVerdict struct {
 	taint corev1.Taint
 	label int
 	res   corev1.ResourceName
-	free  int64 // for stageRoom: what the node has free of res, in amount units
+	free  int64  // for stageRoom: what the node has free of res, in amount units
 	why   string // for stageNotAttached: the network controller's reason (NotRolled, NoIP, ...)
 }
 
