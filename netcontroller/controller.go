@@ -28,7 +28,7 @@ const (
 	ReasonReady            = "AllNodesAttached"
 	ReasonPodNetwork       = "PodNetwork"
 	ReasonNotApplied       = "NotApplied"
-	ReasonNodesNotAttached = "NodesNotAttached"
+	ReasonNodesNotAttached = settings.ReasonNodesNotAttached
 	ReasonInvalidValue     = "InvalidValue"
 	ReasonSufficient       = "Sufficient"
 	ReasonLowCapacity      = "LowCapacity"
@@ -201,6 +201,14 @@ func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, 
 	snap := &settings.Snapshot{Configured: m != nil, AppliedHash: s.Status.AppliedHash, Eligible: obs.Eligible, Attached: obs.Attached}
 	if m != nil {
 		snap.Hash, snap.Network, snap.ClusterNetwork = eff.Hash, eff.NAD, m.ClusterNetwork
+		for _, n := range obs.Nodes {
+			if n.Reason != "" {
+				if snap.NotAttached == nil {
+					snap.NotAttached = map[string]string{}
+				}
+				snap.NotAttached[n.Name] = n.Reason
+			}
+		}
 	}
 	kvReady, kvWhy := settings.KubeVirtReady(kv)
 	switch {

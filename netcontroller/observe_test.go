@@ -210,3 +210,22 @@ func TestMigrationAddr(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeNamesNodesNotAttached: the snapshot admission reads names every eligible node that is
+// not attached, with its reason, so a migration is judged on its own nodes.
+// Catches: a snapshot that only counts (every migration refused while one node is missing) or
+// that names attached nodes too (migrations to them refused).
+func TestJudgeNamesNodesNotAttached(t *testing.T) {
+	s := &v1beta1.Setting{Value: valueA, Status: v1beta1.SettingStatus{AppliedHash: hashA}}
+	obs := Observation{Eligible: 3, Attached: 1, Nodes: []v1beta1.NodeMigrationStatus{
+		{Name: "n1", IP: "192.168.100.2"}, {Name: "n2", Reason: ReasonNoClusterNetwork}, {Name: "n3", Reason: ReasonNotRolled}}}
+	snap := judge(s, settings.EffectiveOf(parse(t, valueA)), kubeVirt("True", settings.KubeVirtReadyReason), obs)
+	want := map[string]string{"n2": ReasonNoClusterNetwork, "n3": ReasonNotRolled}
+	if diff := cmp.Diff(want, snap.NotAttached); diff != "" {
+		t.Errorf("NotAttached (-want +got):\n%s", diff)
+	}
+	obs = Observation{Eligible: 1, Attached: 1, Nodes: []v1beta1.NodeMigrationStatus{{Name: "n1", IP: "192.168.100.2"}}}
+	if snap := judge(s, settings.EffectiveOf(parse(t, valueA)), kubeVirt("True", settings.KubeVirtReadyReason), obs); snap.NotAttached != nil {
+		t.Errorf("all attached: NotAttached = %v, want nil", snap.NotAttached)
+	}
+}

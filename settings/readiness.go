@@ -13,6 +13,11 @@ type Snapshot struct {
 	Network, ClusterNetwork string
 	// Eligible nodes and how many of them are attached with an in-range address.
 	Eligible, Attached int
+	// NotAttached names the eligible nodes that are not attached to the current network, with the
+	// reason (the network controller's node reasons: NoPod, NotRolled, NoIP, ...); nil when every
+	// one is. Admission drops them from a migration's targets and refuses them as its source,
+	// while migrations between attached nodes go on.
+	NotAttached map[string]string
 	// Ready is the Ready condition: configured and applied, every eligible node attached and
 	// KubeVirt available; or not configured and KubeVirt available.
 	Ready bool
@@ -36,6 +41,10 @@ func NewStore(snap *Snapshot) *Store {
 	s.Publish(snap)
 	return s
 }
+
+// ReasonNodesNotAttached is the Ready condition's reason (and a Snapshot's) when some eligible
+// nodes are not attached: admission then judges each migration's own nodes (NotAttached).
+const ReasonNodesNotAttached = "NodesNotAttached"
 
 // ReasonKubeVirtNotReady is the Ready condition's reason (and a Snapshot's) when the network is in
 // place and only KubeVirt is not Available: rule kubevirtReady speaks then, not networkReady.

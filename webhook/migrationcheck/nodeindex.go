@@ -162,6 +162,11 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 			acc[i/64] &^= 1 << (i % 64)
 		}
 	}
+	for name := range t.notAttached { // not on the migration network (yet)
+		if i, ok := ix.byName[name]; ok {
+			acc[i/64] &^= 1 << (i % 64)
+		}
+	}
 	for w, word := range acc {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)

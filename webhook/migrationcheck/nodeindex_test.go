@@ -116,6 +116,15 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		if pick(30) {
 			in.CurrentHash = "" // no migration network: the cluster network does not count
 		}
+		if pick(40) { // nodes whose virt-handler is not on the migration network (yet)
+			in.Network = readySnapshot()
+			in.Network.NotAttached = map[string]string{}
+			for i := range n {
+				if pick(30) {
+					in.Network.NotAttached[fmt.Sprintf("node-%d", i)] = []string{"NotRolled", "NoIP"}[rng.IntN(2)]
+				}
+			}
+		}
 		_, want, _ := infeasible(&in)
 		in.index = newNodeIndex(nodes)
 		if list, ok := in.Pods.(PodList); ok && pick(50) { // the index reads usage from the pod cache's cells

@@ -130,6 +130,9 @@ func checkNetworkReady(in *CreateInput) finding {
 	if msg == "" {
 		msg = networkNotReady(in.Network, in.CurrentHash)
 	}
+	if msg == "" {
+		msg = sourceNotAttached(in)
+	}
 	return finding{message: msg}
 }
 
@@ -156,7 +159,9 @@ func checkVMIState(in *CreateInput) finding {
 
 // networkNotReady explains why a configured migration network is not Ready, or returns "".
 // KubeVirt's own readiness is rule kubevirtReady's business: a snapshot that is not Ready only
-// because of KubeVirt passes here.
+// because of KubeVirt passes here. Nor does one that is not Ready only because some nodes are not
+// attached: each migration is then judged on its own nodes (sourceNotAttached, and the targets'
+// stageNotAttached), so a node added without the network does not stop maintenance elsewhere.
 func networkNotReady(snap *settings.Snapshot, current string) string {
 	switch {
 	case current == "":
@@ -169,9 +174,7 @@ func networkNotReady(snap *settings.Snapshot, current string) string {
 	case snap.AppliedHash != current:
 		return fmt.Sprintf("%d of %d virt-handlers are on the migration network; %s (the settings controller has not applied the current value yet)",
 			snap.Attached, snap.Eligible, retryNetwork)
-	case snap.Attached < snap.Eligible:
-		return fmt.Sprintf("%d of %d virt-handlers are on the migration network %s; %s", snap.Attached, snap.Eligible, snap.Network, retryNetwork)
-	case !snap.Ready && snap.Reason != settings.ReasonKubeVirtNotReady:
+	case !snap.Ready && snap.Reason != settings.ReasonKubeVirtNotReady && snap.Reason != settings.ReasonNodesNotAttached:
 		return fmt.Sprintf("%d of %d virt-handlers are on the migration network %s; %s (%s: %s)",
 			snap.Attached, snap.Eligible, snap.Network, retryNetwork, snap.Reason, snap.Message)
 	}

@@ -148,9 +148,23 @@ func TestEvaluateCreate(t *testing.T) {
 		{name: "not applied yet", modify: func(in *CreateInput) {
 			in.Network.AppliedHash, in.Network.Attached, in.Network.Ready = "old", 1, false
 		}, want: []want{deny(netRule, "", "1 of 3 virt-handlers are on the migration network", retry, "not applied")}},
-		{name: "virt-handlers rolling", modify: func(in *CreateInput) {
-			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, "NodesNotAttached"
-		}, want: []want{deny(netRule, "", "2 of 3 virt-handlers are on the migration network "+testNAD+"; "+retry)}},
+		{name: "a node the migration does not touch is not attached: admitted", modify: func(in *CreateInput) {
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, settings.ReasonNodesNotAttached
+			in.Network.NotAttached = map[string]string{"node-2": "NoClusterNetwork"}
+		}},
+		{name: "the source is not attached", modify: func(in *CreateInput) {
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, settings.ReasonNodesNotAttached
+			in.Network.NotAttached = map[string]string{"node-0": "NotRolled"}
+		}, want: []want{deny(netRule, "", "runs on node-0, whose virt-handler is not on the migration network "+testNAD+" (NotRolled; 2 of 3 virt-handlers are on the migration network "+testNAD+")",
+			"retry when the setting vm-migration-network lists node-0 with an address")}},
+		{name: "no attached target", modify: func(in *CreateInput) {
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 1, false, settings.ReasonNodesNotAttached
+			in.Network.NotAttached = map[string]string{"node-1": "NotRolled", "node-2": "NotRolled"}
+		}, want: []want{deny(tgtRule, "spec.vmiName", "0 of 3 nodes", "2 have no virt-handler on the migration network "+testNAD+" yet (NotRolled)", "lists another node with an address")}},
+		{name: "not-attached nodes of an older value do not count", modify: func(in *CreateInput) {
+			in.Network.NotAttached = map[string]string{"node-1": "NotRolled", "node-2": "NotRolled"}
+			in.CurrentHash = "fedcba9876543210"
+		}, want: []want{deny(netRule, "", "hash fedcba9876", retry)}},
 		{name: "snapshot not Ready for another reason", modify: func(in *CreateInput) {
 			in.Network.Ready, in.Network.Reason, in.Network.Message = false, "SomethingElse", "details here"
 		}, want: []want{deny(netRule, "", "3 of 3", retry, "SomethingElse: details here")}},

@@ -31,3 +31,21 @@ func sourceOffNetwork(in *CreateInput) string {
 	}
 	return ""
 }
+
+// sourceNotAttached explains why the VMI's node cannot send a migration over the current
+// migration network — its virt-handler is not attached (the snapshot's NotAttached) — or returns
+// "". Judged only once the current value is applied and observed (networkNotReady speaks before).
+func sourceNotAttached(in *CreateInput) string {
+	snap := in.Network
+	if in.VMI == nil || in.VMI.Status.NodeName == "" || snap == nil || in.CurrentHash == "" || snap.Hash != in.CurrentHash {
+		return ""
+	}
+	source := in.VMI.Status.NodeName
+	why, ok := snap.NotAttached[source]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("VirtualMachineInstance %s/%s runs on %s, whose virt-handler is not on the migration network %s (%s; %d of %d virt-handlers are on the migration network %s), "+
+		"so the migration cannot leave %s over it; retry when the setting %s lists %s with an address (kubectl get setting %s -o jsonpath='{.status.nodes}')",
+		in.VMI.Namespace, in.VMI.Name, source, snap.Network, why, snap.Attached, snap.Eligible, snap.Network, source, v1beta1.MigrationNetwork, source, v1beta1.MigrationNetwork)
+}

@@ -30,6 +30,7 @@ const (
 	stageAffinity                    // fails the target pod's required node affinity
 	stageVirtHandler                 // not eligible for virt-handler
 	stageClusterNetwork              // does not carry the configured cluster network
+	stageNotAttached                 // its virt-handler is not on the current migration network
 	stageRoom                        // cannot hold the target pod's requests
 	numStages                        // feasible
 )
@@ -63,6 +64,11 @@ type target struct {
 	// clusterNetwork is the configured cluster network, "" when none is in force;
 	// clusterNetworkLabel is its node label, built once.
 	clusterNetwork, clusterNetworkLabel string
+	// notAttached are the eligible nodes whose virt-handler is not on the current migration
+	// network, with the reason (the snapshot's NotAttached; nil when all are or none is in force):
+	// a migration to one of them could not use the migration network.
+	notAttached map[string]string
+	network     string // the NAD they are not on
 }
 
 // newTarget derives the target pod of in (whose VMI is set), or returns the message of a conflict
@@ -117,6 +123,7 @@ func newTarget(in *CreateInput) (*target, string) {
 	if in.CurrentHash != "" && in.Network != nil && in.Network.Hash == in.CurrentHash {
 		t.clusterNetwork = in.Network.ClusterNetwork
 		t.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + t.clusterNetwork
+		t.notAttached, t.network = in.Network.NotAttached, in.Network.Network
 	}
 	return t, ""
 }
@@ -138,7 +145,8 @@ type nodeVerdict struct {
 	taint corev1.Taint
 	label int
 	res   corev1.ResourceName
-	free  int64 // for stageRoom: what the node has free of res, in amount units
+	free  int64  // for stageRoom: what the node has free of res, in amount units
+	why   string // for stageNotAttached: the network controller's reason (NotRolled, NoIP, ...)
 }
 
 // judge runs the checks on n.
@@ -172,6 +180,8 @@ func (t *target) judge(n *corev1.Node) nodeVerdict {
 		return nodeVerdict{stage: stageVirtHandler}
 	case t.clusterNetwork != "" && n.Labels[t.clusterNetworkLabel] != "true":
 		return nodeVerdict{stage: stageClusterNetwork}
+	case t.notAttached[n.Name] != "":
+		return nodeVerdict{stage: stageNotAttached, why: t.notAttached[n.Name]}
 	}
 	if t.requests != nil {
 		alloc, used := allocOf(n), t.pods.Usage(n.Name)
@@ -313,6 +323,8 @@ func (g *group) same(v nodeVerdict) bool {
 		return g.v.label == v.label
 	case stageRoom:
 		return g.v.res == v.res
+	case stageNotAttached:
+		return g.v.why == v.why
 	}
 	return true
 }
@@ -418,6 +430,8 @@ func (t *target) reason(g *group) string {
 		return verb("does", "do") + " not run virt-handler (a witness node)"
 	case stageClusterNetwork:
 		return fmt.Sprintf("%s not carry the cluster network %s (label %s=true)", verb("does", "do"), t.clusterNetwork, t.clusterNetworkLabel)
+	case stageNotAttached:
+		return fmt.Sprintf("%s no virt-handler on the migration network %s yet (%s)", verb("has", "have"), t.network, g.v.why)
 	case stageRoom:
 		want := t.requests[g.v.res]
 		if g.v.res == corev1.ResourcePods {
@@ -464,6 +478,8 @@ func (t *target) hint(g *group) string {
 		return "virt-handler, which receives migrations, runs on none of them"
 	case stageClusterNetwork:
 		return fmt.Sprintf("attach another node to the cluster network %s or change the setting %s", t.clusterNetwork, v1beta1.MigrationNetwork)
+	case stageNotAttached:
+		return fmt.Sprintf("retry when the setting %s lists another node with an address (kubectl get setting %s -o jsonpath='{.status.nodes}')", v1beta1.MigrationNetwork, v1beta1.MigrationNetwork)
 	case stageRoom:
 		return "free " + string(g.v.res) + " on a node or add a node"
 	}
