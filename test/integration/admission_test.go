@@ -93,7 +93,8 @@ var _ = Describe("migration admission", func() {
 		Expect(stderr).To(ContainSubstring(`migranet kubevirtReady`))
 		Expect(stderr).To(ContainSubstring("KubeVirt is not ready"))
 		Expect(stderr).To(MatchRegexp(`\d of 3 virt-handlers are on the migration network`))
-		Expect(stderr).To(ContainSubstring("retry when the setting vm-migration-network is Ready"))
+		Expect(stderr).To(ContainSubstring("runs on node-1, whose virt-handler is not on the migration network"))
+		Expect(stderr).To(ContainSubstring("retry when the setting vm-migration-network lists node-1 with an address"))
 
 		lift(ctx)
 		waitReady(ctx, netcontroller.ReasonReady)

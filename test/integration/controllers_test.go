@@ -84,7 +84,9 @@ func waitReady(ctx context.Context, readyReason string) {
 	EventuallyWithOffset(1, condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).
 		WithTimeout(framework.Long).Should(HavePrefix("True/"))
 	EventuallyWithOffset(1, condition).WithContext(ctx).WithArguments(v1beta1.ConditionReady).
-		WithTimeout(framework.Long).Should(Equal("True/" + readyReason))
+		WithTimeout(framework.Long).Should(Equal("True/"+readyReason), func() string {
+		return fmt.Sprintf("nodes %+v; virt-handlers: %s", setting(ctx).Status.Nodes, describeVirtHandlers(ctx))
+	})
 	// With the pod network, Ready does not wait for a virt-handler rollout (the one taking
 	// migration0 away), but migranet's kubevirtReady rule does.
 	ExpectWithOffset(1, f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())

@@ -30,7 +30,8 @@ var _ = Describe("a node that joins before its cluster network is set up", func(
 		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, newNode))).To(Succeed()) })
 		Eventually(func(g Gomega) {
 			g.Expect(condition(ctx, v1beta1.ConditionReady)).To(Equal("False/" + netcontroller.ReasonNodesNotAttached))
-			g.Expect(setting(ctx).Status.Nodes).To(ContainElement(v1beta1.NodeMigrationStatus{Name: "node-new", Reason: netcontroller.ReasonNoClusterNetwork}))
+			// Its virt-handler may have an address (the bridge plugin makes a bridge without uplink).
+			g.Expect(setting(ctx).Status.Nodes).To(ContainElement(And(HaveField("Name", "node-new"), HaveField("Reason", netcontroller.ReasonNoClusterNetwork))))
 		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 
 		Expect(f.Client.Create(ctx, framework.VMI(ns, "vm-a", "node-1", nil))).To(Succeed())

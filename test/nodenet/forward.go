@@ -25,8 +25,12 @@ func Forward(n NS, addr string) (io.Closer, error) {
 }
 
 // listenIn opens a TCP listener inside n: a socket belongs to the namespace of the thread that
-// creates it, so the listener is made on a locked thread moved into n, which is never unlocked
-// (the runtime ends that thread instead of reusing it in the wrong namespace).
+// creates it, so the listener is made on a locked thread moved into n and then moved back.
+//
+// The thread must outlive this call: a child process started with Pdeathsig (the local cluster's
+// kube-apiserver, etcd, kwok) is killed when the *thread* that forked it exits, and the runtime
+// ends a thread whose goroutine exits while locked. So the thread returns to its own namespace
+// and is unlocked; if it cannot return, it stays locked and parked for good instead of exiting.
 func listenIn(n NS, addr string) (net.Listener, error) {
 	type result struct {
 		ln  net.Listener
@@ -35,17 +39,31 @@ func listenIn(n NS, addr string) (net.Listener, error) {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		f, err := os.Open(n.Path())
+		home, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{err: err}
 			return
 		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+		defer home.Close()
+		target, err := os.Open(n.Path())
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{err: fmt.Errorf("entering %s: %w", n, err)}
 			return
 		}
 		ln, err := net.Listen("tcp", addr)
+		if rerr := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); rerr != nil {
+			ch <- result{ln, err}
+			select {} // never exit on a thread left in n: keep it, locked
+		}
+		runtime.UnlockOSThread()
 		ch <- result{ln, err}
 	}()
 	r := <-ch
