@@ -111,7 +111,7 @@ type env struct {
 func newEnv(t testing.TB, withTLS bool) *env {
 	t.Helper()
 	qemuSuite(t)
-	lab, err := netlab.New()
+	lab, err := netlab.Open()
 	if err != nil {
 		t.Fatal(err)
 	}

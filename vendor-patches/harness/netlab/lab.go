@@ -23,6 +23,8 @@ type Lab struct {
 	VLAN bool
 	// Notes are messages for the test log (e.g. why VLAN was skipped).
 	Notes []string
+	// external: the namespaces belong to whoever built them (Open); Close leaves them.
+	external bool
 }
 
 // Probe reports why namespaces cannot be created here, or nil.
@@ -145,6 +147,9 @@ func (l *Lab) ReadLinks() (Links, error) {
 
 // Close deletes both namespaces (and with them the veth pairs).
 func (l *Lab) Close() {
+	if l.external {
+		return
+	}
 	_, _ = ip("netns", "del", l.Source)
 	_, _ = ip("netns", "del", l.Target)
 }
