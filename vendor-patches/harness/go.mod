@@ -6,8 +6,8 @@ go 1.26.0
 
 require (
 	github.com/prometheus/client_golang v1.22.0
-	kubevirt.io/api v1.8.0
 	golang.org/x/sys v0.40.0
+	kubevirt.io/api v1.8.0
 	kubevirt.io/kubevirt v1.9.0
 )
 
