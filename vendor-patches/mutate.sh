@@ -63,7 +63,6 @@ rows=(
   "11-stream-over-management-link|migration|^TestQEMUMigrationThroughProxies\$/^plain\$|management link source TX carried [0-9]+ bytes during the migration"
   "14-plain-copied-through-user-space|migration|^TestQEMUMigrationThroughProxies\$/^plain\$|source proxy copied [0-9]+ bytes through user space"
   "15-plain-byte-flip|migration|^TestQEMUMigrationThroughProxies\$/^plain\$|guest memory differs after the migration"
-  "16-kernel-relay-byte-flip|migration|^TestQEMUMigrationThroughProxies\$/^plain\$|guest memory differs after the migration"
   "12-virt-handler-binds-pod-address.v1.8.4|wiring|^TestMigrationProxyBindsTheAdvertisedAddress\$|target listener not reachable on the advertised address 192.168.100.7"
   "13-kubevirt-tls-identity-unchecked.v1.8.4|wiring|^TestKubeVirtTLSConfigsRefuseStrangers\$|wrong identity \\(CN\\): server let the client in"
   "env:netns-add-fails|migration|^TestQEMUMigrationThroughProxies\$|prerequisite missing: the privilege to create network namespaces \\(run as root / with CAP_SYS_ADMIN"
