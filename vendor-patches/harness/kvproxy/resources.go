@@ -104,26 +104,3 @@ func UserSpaceBytes() (int64, error) {
 	}
 	return total, nil
 }
-
-// KernelRelay is this process's in-kernel relay gauge
-// (kubevirt_vmi_migration_proxy_kernel_relay_available: 1 once a proxy has
-// carried a plain source stream in the kernel, 0 once loading the relay failed)
-// and byte counter (..._kernel_relay_bytes_total), and whether the gauge is
-// exported at all.
-func KernelRelay() (available, bytes float64, exported bool, err error) {
-	families, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		return 0, 0, false, err
-	}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			switch f.GetName() {
-			case "kubevirt_vmi_migration_proxy_kernel_relay_available":
-				available, exported = m.GetGauge().GetValue(), true
-			case "kubevirt_vmi_migration_proxy_kernel_relay_bytes_total":
-				bytes = m.GetCounter().GetValue()
-			}
-		}
-	}
-	return available, bytes, exported, nil
-}

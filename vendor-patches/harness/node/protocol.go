@@ -53,9 +53,4 @@ type Response struct {
 	// write-type system calls so far (rchar + wchar of /proc/self/io): bytes
 	// spliced from socket to socket are not in it.
 	UserBytes int64 `json:"userBytes,omitempty"`
-	// KernelAvailable, KernelBytes and KernelExported ("kernel") are the node's
-	// in-kernel relay gauge and byte counter (kvproxy.KernelRelay).
-	KernelAvailable float64 `json:"kernelAvailable,omitempty"`
-	KernelBytes     float64 `json:"kernelBytes,omitempty"`
-	KernelExported  bool    `json:"kernelExported,omitempty"`
 }

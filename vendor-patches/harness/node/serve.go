@@ -123,12 +123,6 @@ func (s *server) handle(req *Request, resp *Response) error {
 		resp.CPU = ru.Utime.Nano() + ru.Stime.Nano()
 		resp.Switches = ru.Nvcsw + ru.Nivcsw
 		resp.PID = os.Getpid()
-	case "kernel":
-		a, b, exported, err := kvproxy.KernelRelay()
-		if err != nil {
-			return err
-		}
-		resp.KernelAvailable, resp.KernelBytes, resp.KernelExported = a, b, exported
 	case "io":
 		n, err := kvproxy.UserSpaceBytes()
 		if err != nil {
