@@ -6,6 +6,7 @@ go 1.26.0
 
 require (
 	github.com/prometheus/client_golang v1.22.0
+	golang.org/x/sys v0.40.0
 	kubevirt.io/api v1.8.0
 	kubevirt.io/kubevirt v1.9.0
 )
@@ -55,7 +56,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/net v0.49.0 // indirect
 	golang.org/x/oauth2 v0.34.0 // indirect
-	golang.org/x/sys v0.40.0 // indirect
 	golang.org/x/term v0.39.0 // indirect
 	golang.org/x/text v0.33.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
