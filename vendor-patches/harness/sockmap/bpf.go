@@ -19,13 +19,13 @@ type insn struct {
 // bpf_common.h).
 const (
 	clsLD, clsLDX, clsST, clsSTX, clsJMP, clsALU64 = 0x00, 0x01, 0x02, 0x03, 0x05, 0x07
-	sizeW, sizeDW                                 = 0x00, 0x18
-	modeIMM, modeMEM, modeATOMIC                  = 0x00, 0x60, 0xc0
-	srcK, srcX                                    = 0x00, 0x08
-	opADD, opMOV, opJEQ, opCALL, opEXIT           = 0x00, 0xb0, 0x10, 0x80, 0x90
-	pseudoMapFD                                   = 1
-	helperMapLookupElem                           = 1
-	helperSkRedirectMap                           = 52
+	sizeW, sizeDW                                  = 0x00, 0x18
+	modeIMM, modeMEM, modeATOMIC                   = 0x00, 0x60, 0xc0
+	srcK, srcX                                     = 0x00, 0x08
+	opADD, opMOV, opJEQ, opCALL, opEXIT            = 0x00, 0xb0, 0x10, 0x80, 0x90
+	pseudoMapFD                                    = 1
+	helperMapLookupElem                            = 1
+	helperSkRedirectMap                            = 52
 	// FlagIngress (BPF_F_INGRESS) queues a redirected chunk for the target
 	// socket's own reader instead of sending it on that socket.
 	FlagIngress = 1
