@@ -43,6 +43,12 @@ func AddNS(ctx context.Context, n NS) error {
 	return ip(ctx, "-n", string(n), "link", "set", "lo", "up")
 }
 
+// Exists reports whether the namespace exists.
+func Exists(n NS) bool {
+	_, err := os.Stat(n.Path())
+	return err == nil
+}
+
 // DelNS deletes a network namespace and every link in it; a missing one is no error.
 func DelNS(ctx context.Context, n NS) error {
 	if _, err := os.Stat(n.Path()); os.IsNotExist(err) {

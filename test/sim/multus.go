@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -142,9 +143,15 @@ func tornDown(pod *corev1.Pod) bool {
 // Reconcile runs the DELs that are due, then attaches a scheduled pod's extra networks once, as
 // Multus does at sandbox creation.
 func (r *Multus) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if err := r.runDELs(ctx); err != nil {
-		return reconcile.Result{}, err
-	}
+	// A DEL that fails is retried (the kubelet retries a sandbox's teardown), but never holds up
+	// another pod's sandbox.
+	delErr := r.runDELs(ctx)
+	res, err := r.reconcilePod(ctx, req)
+	return res, errors.Join(err, delErr)
+}
+
+// reconcilePod attaches a scheduled pod's networks once.
+func (r *Multus) reconcilePod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -167,32 +174,48 @@ func (r *Multus) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	return reconcile.Result{}, r.Client.Patch(ctx, pod, patch)
 }
 
-// runDELs releases the allocations of every sandbox marked for teardown (cmdDel: IPManagement
-// in Deallocate mode, per attachment).
+// runDELs tears down every sandbox marked for it (cmdDel of each attachment, then its
+// namespace); a failure leaves that sandbox for the next run and the others go on.
 func (r *Multus) runDELs(ctx context.Context) error {
 	r.mu.Lock()
-	due := map[types.UID]sandbox{}
+	due := map[types.UID]*sandbox{}
 	for uid, sb := range r.sandboxes {
 		if sb.teardown {
-			due[uid] = *sb
+			due[uid] = sb
 		}
 	}
 	r.mu.Unlock()
+	var errs []error
 	for uid, sb := range due {
-		for _, a := range sb.attached {
-			if err := r.del(ctx, &sb, a); err != nil {
-				return fmt.Errorf("DEL of pod %s on %s: %w", uid, a.pool, err)
-			}
-		}
-		if sb.netns != "" {
-			if err := nodenet.DelNS(ctx, sb.netns); err != nil {
-				return err
-			}
-		}
-		r.mu.Lock()
-		delete(r.sandboxes, uid)
-		r.mu.Unlock()
+		errs = append(errs, r.teardown(ctx, uid, sb))
 	}
+	return errors.Join(errs...)
+}
+
+// teardown runs the sandbox's DELs and removes its namespace, then forgets it. On a node that is
+// gone (its host namespace deleted with the Node) nothing runs DEL: the sandbox goes with the
+// node and its addresses stay held, as on a lost node.
+func (r *Multus) teardown(ctx context.Context, uid types.UID, sb *sandbox) error {
+	r.mu.Lock()
+	attached := append([]attachment(nil), sb.attached...)
+	r.mu.Unlock()
+	if sb.host == "" || nodenet.Exists(sb.host) {
+		for _, a := range attached {
+			if err := r.del(ctx, sb, a); err != nil {
+				return fmt.Errorf("DEL of pod %s on %s: %w", sb.pod, a.network+a.pool, err)
+			}
+		}
+	}
+	if sb.netns != "" {
+		if err := nodenet.DelNS(ctx, sb.netns); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	if r.sandboxes[uid] == sb {
+		delete(r.sandboxes, uid)
+	}
+	r.mu.Unlock()
 	return nil
 }
 
@@ -202,6 +225,15 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 	elems, err := nadutils.ParseNetworkAnnotation(pod.Annotations[NetworksAnnotation], pod.Namespace)
 	if err != nil {
 		return nil, err
+	}
+	r.mu.Lock()
+	earlier := r.sandboxes[pod.UID]
+	r.mu.Unlock()
+	if earlier != nil {
+		// An earlier attempt's sandbox: the kubelet removes it before it makes a new one.
+		if err := r.teardown(ctx, pod.UID, earlier); err != nil {
+			return nil, fmt.Errorf("removing the earlier sandbox: %w", err)
+		}
 	}
 	sum := sha256.Sum256([]byte(pod.UID))
 	sb := &sandbox{containerID: hex.EncodeToString(sum[:]), pod: client.ObjectKeyFromObject(pod), uid: pod.UID}
@@ -242,7 +274,7 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 		r.mu.Lock()
 		sb.teardown = true
 		r.mu.Unlock()
-		if delErr := r.runDELs(ctx); delErr != nil {
+		if delErr := r.teardown(ctx, pod.UID, sb); delErr != nil {
 			err = fmt.Errorf("%w; and while cleaning up: %v", err, delErr)
 		}
 		return nil, fmt.Errorf("error adding container to network %q: %w", e.Name, err)
