@@ -3,7 +3,9 @@ package nodenet
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -128,22 +130,23 @@ func (f *Fabric) RemoveUplink(ctx context.Context, node, cn string) error {
 // RemoveNode deletes the node's host namespace and with it its bridges and uplinks.
 func (f *Fabric) RemoveNode(ctx context.Context, node string) error { return DelNS(ctx, f.Host(node)) }
 
-// Close deletes every namespace of the fabric: the nodes' and the switch.
+// Close deletes every namespace whose name starts with the fabric's prefix: the nodes', the
+// switch, and the pod sandboxes made beside them.
 func (f *Fabric) Close(ctx context.Context) error {
-	f.mu.Lock()
-	nodes := make([]string, 0, len(f.nodes))
-	for n := range f.nodes {
-		nodes = append(nodes, n)
+	entries, err := os.ReadDir("/run/netns")
+	if os.IsNotExist(err) {
+		return nil
 	}
-	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	var first error
-	for _, n := range nodes {
-		if err := f.RemoveNode(ctx, n); err != nil && first == nil {
-			first = err
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), f.Prefix+"-") {
+			if err := DelNS(ctx, NS(e.Name())); err != nil && first == nil {
+				first = err
+			}
 		}
-	}
-	if err := DelNS(ctx, f.Switch()); err != nil && first == nil {
-		first = err
 	}
 	return first
 }
