@@ -19,23 +19,37 @@ import (
 // failure of the harness's own test, not one this test asserts by itself.
 // Catches: a proving ground whose attachments cannot carry a migration stream (the first run
 // fails), or whose uplink MTU does not bite (the second run passes).
+// The IPv6 case binds the target proxy to an IPv6 migration0 address ([addr]:port) that the real
+// whereabouts allocated from a /64.
 func TestQEMUMigrationOverRealAttachments(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Fatalf("prerequisite missing: qemu-system-x86_64 (apt-get install --no-install-recommends qemu-system-x86), or set MIGRANET_TEST_SKIP=%s", suite)
 	}
 	l := startLab(t, "node-a", "node-b")
+	vp := filepath.Join(cluster.RepoRoot(), "vendor-patches")
+	if out, err := exec.Command("bash", filepath.Join(vp, "run.sh"), "apply").CombinedOutput(); err != nil {
+		t.Fatalf("vendor-patches/run.sh apply: %v\n%s", err, out)
+	}
+	for _, tc := range []struct{ name, value string }{
+		{"IPv4", `{"clusterNetwork":"migration","range":"10.93.0.0/29","mtu":1500}`},
+		{"IPv6", `{"clusterNetwork":"migration","range":"fd00:10:93::/64","mtu":1500}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) { migrateOverAttachments(t, l, vp, tc.name, mustConfig(t, tc.value)) })
+	}
+}
+
+func migrateOverAttachments(t *testing.T, l *lab, vp, name, config string) {
 	ctx := context.Background()
 	for _, n := range []string{"node-a", "node-b"} {
 		if err := l.fabric.SetUplink(ctx, n, "migration", 1500); err != nil {
 			t.Fatal(err)
 		}
 	}
-	config := mustConfig(t, `{"clusterNetwork":"migration","range":"10.93.0.0/29","mtu":1500}`)
-	sbA, a, err := l.add(t, "node-a", "virt-handler-qa", config)
+	sbA, a, err := l.add(t, "node-a", "virt-handler-qa"+strings.ToLower(name), config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sbB, b, err := l.add(t, "node-b", "virt-handler-qb", config)
+	sbB, b, err := l.add(t, "node-b", "virt-handler-qb"+strings.ToLower(name), config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +72,6 @@ func TestQEMUMigrationOverRealAttachments(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	vp := filepath.Join(cluster.RepoRoot(), "vendor-patches")
-	if out, err := exec.Command("bash", filepath.Join(vp, "run.sh"), "apply").CombinedOutput(); err != nil {
-		t.Fatalf("vendor-patches/run.sh apply: %v\n%s", err, out)
 	}
 	harness := func() (string, error) {
 		cmd := exec.Command("go", "test", "-count=1", "-timeout", "5m", "-run", "^TestQEMUMigrationThroughProxies$/^plain$", "-v", "./migration")
