@@ -34,7 +34,7 @@ func ip(ctx context.Context, args ...string) error {
 
 // AddNS creates a network namespace with its loopback up; an existing one is left as it is.
 func AddNS(ctx context.Context, n NS) error {
-	if _, err := os.Stat(n.Path()); err == nil {
+	if Exists(n) {
 		return nil
 	}
 	if err := ip(ctx, "netns", "add", string(n)); err != nil {
@@ -51,7 +51,7 @@ func Exists(n NS) bool {
 
 // DelNS deletes a network namespace and every link in it; a missing one is no error.
 func DelNS(ctx context.Context, n NS) error {
-	if _, err := os.Stat(n.Path()); os.IsNotExist(err) {
+	if !Exists(n) {
 		return nil
 	}
 	return ip(ctx, "netns", "del", string(n))
