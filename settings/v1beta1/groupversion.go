@@ -14,4 +14,4 @@ var SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
 // AddToScheme adds the Setting types to a scheme.
 var AddToScheme = SchemeBuilder.AddToScheme
 
-func init() { SchemeBuilder.Register(&Setting{}, &SettingList{}) }
+func init() { SchemeBuilder.Register(&Setting{}, &SettingList{}, &PathReport{}, &PathReportList{}) }

@@ -18,6 +18,9 @@ const (
 	// ConditionExclusive is True while only KubeVirt's virt-handlers attach the migration network.
 	ConditionExclusive  = "Exclusive"
 	ConditionIPCapacity = "IPCapacity"
+	// ConditionHealthy is True while every pair of attached nodes has a verified migration path
+	// (the probe agents' PathReports); the path controller owns it.
+	ConditionHealthy = "Healthy"
 )
 
 // Setting is a cluster-scoped configuration value, edited with `kubectl edit`. The effective value
@@ -29,6 +32,8 @@ const (
 // +kubebuilder:printcolumn:name="Value",type=string,JSONPath=`.status.summary`,description="Effective value, summarised"
 // +kubebuilder:printcolumn:name="Configured",type=string,JSONPath=`.status.conditions[?(@.type=="Configured")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Healthy",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Healthy")].status`
+// +kubebuilder:printcolumn:name="Paths",type=string,priority=1,JSONPath=`.status.paths.summary`,description="Node pairs verified / total, failing"
 // +kubebuilder:printcolumn:name="IPs Used",type=string,priority=1,JSONPath=`.status.capacity.summary`,description="Addresses of the migration range held / usable, in short"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Setting struct {
@@ -70,6 +75,38 @@ type SettingStatus struct {
 	// Capacity counts addresses of the migration range.
 	// +optional
 	Capacity *IPCapacity `json:"capacity,omitempty"`
+	// Paths sums up the probe agents' results over the pairs of attached nodes.
+	// +optional
+	Paths *PathsStatus `json:"paths,omitempty"`
+}
+
+// PathsStatus sums up the migration paths between the attached nodes, from their agents'
+// PathReports. A pair is verified when both nodes' agents probed each other in a fresh round and
+// neither failed; failing when a fresh report of either node lists the other; unverified
+// otherwise (a new node, an agent down or stale, a network changed a moment ago).
+type PathsStatus struct {
+	// Pairs is the number of unordered pairs of attached nodes.
+	Pairs      int32 `json:"pairs"`
+	Verified   int32 `json:"verified"`
+	Failing    int32 `json:"failing"`
+	Unverified int32 `json:"unverified"`
+	// Failures lists failing pairs, the worst nodes first, at most ten.
+	// +optional
+	Failures []PathFailure `json:"failures,omitempty"`
+	// Summary is "<verified>/<pairs> verified", with the failing count when there are any.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+}
+
+// PathFailure is one failing path, as the source node's report or its peer's says.
+type PathFailure struct {
+	// From and To are the nodes of the direction that failed (From's report, or To's report of a
+	// reply that never came back).
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Reason is Unreachable, OneWay or MTU; Message the one line that says what to check.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // NodeMigrationStatus is one eligible node's attachment to the migration network.

@@ -1,0 +1,132 @@
+package v1beta1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Reasons a PeerPath gives for a failing path.
+const (
+	// PathUnreachable: no reply to small probes, and nothing from the peer arrives either.
+	PathUnreachable = "Unreachable"
+	// PathOneWay: the peer's own probes arrive here, but nothing sent from here reaches the peer.
+	PathOneWay = "OneWay"
+	// PathMTU: small probes cross, full-size (the network's MTU) Don't-Fragment frames do not.
+	PathMTU = "MTU"
+)
+
+// Problems a PathReport gives when its agent cannot probe at all.
+const (
+	// ProbeNoVirtHandler: no running virt-handler pod on the node.
+	ProbeNoVirtHandler = "NoVirtHandler"
+	// ProbeNotAttached: the virt-handler pod reports no migration0 address on the network.
+	ProbeNotAttached = "NotAttached"
+	// ProbeNoNamespace: no process of the virt-handler pod was found, so neither was its network
+	// namespace (the agent needs hostPID).
+	ProbeNoNamespace = "NoNamespace"
+	// ProbeNoInterface: the virt-handler pod's network namespace has no migration0 holding the
+	// address its network-status reports.
+	ProbeNoInterface = "NoInterface"
+	// ProbeSocket: the probe socket could not be opened on migration0.
+	ProbeSocket = "SocketFailed"
+)
+
+// PathReport is what one node's probe agent (`migranet probe`) found about the migration
+// network's paths from that node to every other attached node. It is named after the node, owned
+// by the Node (it goes with it), and written only by that node's agent (a ValidatingAdmissionPolicy
+// checks the writer's node). It holds only the failing peers: nothing in it grows with the number
+// of healthy pairs.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=mpr
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.address`
+// +kubebuilder:printcolumn:name="Peers",type=integer,JSONPath=`.lastRound.peers`
+// +kubebuilder:printcolumn:name="Failing",type=integer,JSONPath=`.lastRound.failing`
+// +kubebuilder:printcolumn:name="Problem",type=string,JSONPath=`.problem`
+// +kubebuilder:printcolumn:name="Round",type=date,JSONPath=`.lastRound.completed`,description="When the last full round ended"
+// +kubebuilder:printcolumn:name="Network",type=string,priority=1,JSONPath=`.network`
+type PathReport struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Network is the NetworkAttachmentDefinition (namespace/name) the probes ran on. Results of
+	// another network never judge the current one.
+	Network string `json:"network"`
+	// Address is the node's migration0 address the probes leave from; empty when the agent found
+	// none (see Problem).
+	// +optional
+	Address string `json:"address,omitempty"`
+	// Port is the UDP port the agent answers probes on.
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// MTU is the frame size the full-size probes fill: the network's configured MTU.
+	// +optional
+	MTU int32 `json:"mtu,omitempty"`
+	// Problem says why the agent cannot probe (NoVirtHandler, NotAttached, NoNamespace,
+	// NoInterface, SocketFailed); empty while it probes.
+	// +optional
+	Problem string `json:"problem,omitempty"`
+	// Message explains Problem.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// AgentVersion is the agent's build.
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
+	// IntervalSeconds is the agent's round interval; its results are stale once three intervals
+	// pass without a completed round.
+	IntervalSeconds int32 `json:"intervalSeconds"`
+	// Since is when the agent began probing Network from Address: a peer's round that started
+	// before it has not probed this node yet.
+	Since metav1.MicroTime `json:"since"`
+	// LastRound is the last completed round over every peer; nil before the first.
+	// +optional
+	LastRound *ProbeRound `json:"lastRound,omitempty"`
+	// Failing lists the peers whose path from this node failed in the last round, by node name.
+	// +listType=map
+	// +listMapKey=node
+	// +optional
+	Failing []PeerPath `json:"failing,omitempty"`
+}
+
+// ProbeRound is one completed round of probes over every peer.
+type ProbeRound struct {
+	// Started and Completed bound the round.
+	Started   metav1.MicroTime `json:"started"`
+	Completed metav1.MicroTime `json:"completed"`
+	// Peers probed, and how many of them failed.
+	Peers   int32 `json:"peers"`
+	Failing int32 `json:"failing"`
+	// MedianRTTMicros and MaxRTTMicros are the small probes' round-trip times over the peers that
+	// answered, in microseconds; MaxRTTNode is the peer of the maximum.
+	// +optional
+	MedianRTTMicros int64 `json:"medianRTTMicros,omitempty"`
+	// +optional
+	MaxRTTMicros int64 `json:"maxRTTMicros,omitempty"`
+	// +optional
+	MaxRTTNode string `json:"maxRTTNode,omitempty"`
+}
+
+// PeerPath is one failing path from the report's node to a peer.
+type PeerPath struct {
+	// Node is the peer.
+	Node string `json:"node"`
+	// Address is the peer's migration0 address probed.
+	Address string `json:"address"`
+	// Reason is Unreachable, OneWay or MTU.
+	Reason string `json:"reason"`
+	// Largest is, for MTU, the largest frame (IP packet bytes) that crossed; 0 when none did.
+	// +optional
+	Largest int32 `json:"largest,omitempty"`
+	// Message says what failed, in one line.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Since is when the path first failed (this run of failures).
+	// +optional
+	Since *metav1.MicroTime `json:"since,omitempty"`
+}
+
+// PathReportList is a list of PathReports.
+//
+// +kubebuilder:object:root=true
+type PathReportList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PathReport `json:"items"`
+}
