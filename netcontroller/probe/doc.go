@@ -1,0 +1,16 @@
+// Package probe is the probe agent (`migranet probe`, a DaemonSet beside virt-handler): it proves
+// that every pair of nodes can carry a migration stream over the migration network, and writes
+// what it finds in its node's PathReport.
+//
+// It owns no address of its own. It finds the network namespace of its node's virt-handler pod
+// (a process of the pod, by the pod's UID in /proc/<pid>/cgroup: the agent runs with hostPID),
+// opens its UDP socket on that pod's migration0 address, and probes from there every peer's
+// migration0: the path migrations take. An agent that cannot find the pod, its namespace or its
+// interface reports that (PathReport.Problem); it never probes from elsewhere.
+//
+// Per peer and round: a small probe (reachability, round-trip time), then one that fills the
+// network's MTU with Don't-Fragment set; when that one is lost, a volley of sizes finds the
+// largest frame that crosses. A peer whose probes are not answered while its own probes arrive is
+// OneWay. Every packet carries the network's identity (wire.go): foreign packets on the port are
+// ignored. Rounds spread the probes evenly over the interval, at most MaxRate a second.
+package probe

@@ -1,0 +1,315 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"golang.org/x/sys/unix"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// Peer is one node to probe: its migration0 address and the port its agent answers on.
+type Peer struct {
+	Node string
+	Addr netip.AddrPort
+}
+
+// Result is one peer's verdict in a round.
+type Result struct {
+	Peer
+	// Reason is "" when the path passed, else v1beta1.PathUnreachable, PathOneWay or PathMTU.
+	Reason string
+	// Largest is, for PathMTU, the largest frame that crossed (0: none did).
+	Largest int
+	// RTT is the small probe's round-trip time (0 when it got no reply).
+	RTT time.Duration
+}
+
+// ladder holds the frame sizes a failing full-size probe falls back on: the MTUs links commonly
+// have, from IPv6's minimum up to jumbo frames.
+var ladder = []int{1280, 1400, 1450, 1480, 1492, 1500, 1600, 2000, 3000, 4000, 4352, 6000, 7000, 8000, 8500, 8900, 9000, 9100, 9216}
+
+// Prober sends and answers probes on one socket of one network.
+type Prober struct {
+	conn    *net.UDPConn
+	id      NetworkID
+	mtu     int  // the frame size full-size probes fill
+	is4     bool // the socket's family
+	timeout time.Duration
+	tries   int
+
+	seq     atomic.Uint64
+	mu      sync.Mutex
+	pending map[uint64]chan uint32 // seq -> size the peer received
+	heard   map[netip.Addr]time.Time
+	// Foreign counts packets on the port that were not this network's probes.
+	Foreign atomic.Uint64
+	// Sent counts probes sent (replies not included).
+	Sent atomic.Uint64
+}
+
+// NewProber probes network (namespace/name) over conn with full-size frames of mtu bytes; each
+// exchange waits timeout for its reply and is tried tries times.
+func NewProber(conn *net.UDPConn, network string, mtu int, timeout time.Duration, tries int) *Prober {
+	la, _ := netip.ParseAddrPort(conn.LocalAddr().String())
+	return &Prober{conn: conn, id: IDOf(network), mtu: mtu, is4: la.Addr().Unmap().Is4(), timeout: timeout, tries: max(tries, 1),
+		pending: map[uint64]chan uint32{}, heard: map[netip.Addr]time.Time{}}
+}
+
+// Serve answers the peers' probes and hands replies to the exchanges waiting for them, until the
+// socket is closed.
+func (p *Prober) Serve() {
+	buf := make([]byte, 65536)
+	out := make([]byte, headerLen)
+	for {
+		n, from, err := p.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		h, err := decode(buf[:n], p.id)
+		if err != nil {
+			p.Foreign.Add(1)
+			continue
+		}
+		switch h.kind {
+		case kindProbe:
+			p.mu.Lock()
+			p.heard[from.Addr().Unmap()] = time.Now()
+			p.mu.Unlock()
+			header{kind: kindReply, net: p.id, seq: h.seq, size: uint32(n)}.encode(out)
+			_, _ = p.conn.WriteToUDPAddrPort(out, from)
+		case kindReply:
+			p.mu.Lock()
+			ch := p.pending[h.seq]
+			p.mu.Unlock()
+			if ch != nil {
+				select {
+				case ch <- h.size:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// Close closes the socket; Serve returns.
+func (p *Prober) Close() error { return p.conn.Close() }
+
+// send sends one probe of payload bytes to addr and returns the channel its reply arrives on
+// (unregister with done). A send the kernel refuses (a frame above the local interface's MTU:
+// EMSGSIZE with Don't-Fragment) returns a nil channel.
+func (p *Prober) send(addr netip.AddrPort, payload int, buf []byte) (uint64, chan uint32) {
+	seq := p.seq.Add(1)
+	ch := make(chan uint32, 1)
+	p.mu.Lock()
+	p.pending[seq] = ch
+	p.mu.Unlock()
+	header{kind: kindProbe, net: p.id, seq: seq, size: uint32(payload)}.encode(buf)
+	p.Sent.Add(1)
+	if _, err := p.conn.WriteToUDPAddrPort(buf[:payload], addr); err != nil {
+		p.done(seq)
+		return seq, nil
+	}
+	return seq, ch
+}
+
+func (p *Prober) done(seqs ...uint64) {
+	p.mu.Lock()
+	for _, s := range seqs {
+		delete(p.pending, s)
+	}
+	p.mu.Unlock()
+}
+
+// exchange sends a probe of payload bytes up to p.tries times, until one is answered with the
+// size sent; it returns the round-trip time of the answered one.
+func (p *Prober) exchange(ctx context.Context, addr netip.AddrPort, payload int) (time.Duration, bool) {
+	buf := make([]byte, max(payload, headerLen))
+	for range p.tries {
+		start := time.Now()
+		seq, ch := p.send(addr, payload, buf)
+		if ch == nil {
+			return 0, false
+		}
+		timer := time.NewTimer(p.timeout)
+		select {
+		case got := <-ch:
+			timer.Stop()
+			p.done(seq)
+			if int(got) == payload {
+				return time.Since(start), true
+			}
+		case <-timer.C:
+			p.done(seq)
+		case <-ctx.Done():
+			timer.Stop()
+			p.done(seq)
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// Check probes one peer: reachability with a small probe, then a full-size frame; when that is
+// lost, the largest frame that crosses. heardWithin is how recent a probe from the peer must be
+// for a peer that does not answer to be OneWay rather than Unreachable.
+func (p *Prober) Check(ctx context.Context, peer Peer, heardWithin time.Duration) Result {
+	r := Result{Peer: peer}
+	rtt, ok := p.exchange(ctx, peer.Addr, headerLen)
+	if !ok {
+		r.Reason = v1beta1.PathUnreachable
+		p.mu.Lock()
+		last, heard := p.heard[peer.Addr.Addr().Unmap()]
+		p.mu.Unlock()
+		if heard && time.Since(last) < heardWithin {
+			r.Reason = v1beta1.PathOneWay
+		}
+		return r
+	}
+	r.RTT = rtt
+	if _, ok := p.exchange(ctx, peer.Addr, udpPayload(p.is4, p.mtu)); ok {
+		return r
+	}
+	r.Reason, r.Largest = v1beta1.PathMTU, p.largest(ctx, peer.Addr)
+	return r
+}
+
+// largest finds the largest frame below the MTU that crosses to addr: a volley of the ladder's
+// sizes, then one of sizes between the largest that crossed and the next that did not.
+func (p *Prober) largest(ctx context.Context, addr netip.AddrPort) int {
+	small := headerLen + (p.mtu - udpPayload(p.is4, p.mtu))
+	var sizes []int
+	for _, s := range ladder {
+		if s > small && s < p.mtu {
+			sizes = append(sizes, s)
+		}
+	}
+	best := p.volley(ctx, addr, sizes)
+	hi := p.mtu
+	if i := slices.Index(sizes, best); i+1 < len(sizes) {
+		hi = sizes[i+1]
+	} else if best == 0 && len(sizes) > 0 {
+		hi = sizes[0]
+	}
+	lo := max(best, small)
+	if hi-lo > 1 {
+		var fine []int
+		step := max((hi-lo)/16, 1)
+		for s := lo + step; s < hi; s += step {
+			fine = append(fine, s)
+		}
+		best = max(best, p.volley(ctx, addr, fine))
+	}
+	return best
+}
+
+// volley sends one probe of each frame size at once and returns the largest answered (0: none).
+func (p *Prober) volley(ctx context.Context, addr netip.AddrPort, frames []int) int {
+	if len(frames) == 0 {
+		return 0
+	}
+	type sent struct {
+		seq   uint64
+		ch    chan uint32
+		frame int
+	}
+	var all []sent
+	for _, f := range frames {
+		payload := udpPayload(p.is4, f)
+		seq, ch := p.send(addr, payload, make([]byte, payload))
+		if ch != nil {
+			all = append(all, sent{seq, ch, f})
+		}
+	}
+	wait, cancel := context.WithTimeout(ctx, p.timeout) // Done stays closed once the time is up
+	defer cancel()
+	best := 0
+	for _, s := range all {
+		select {
+		case got := <-s.ch:
+			if int(got) == udpPayload(p.is4, s.frame) {
+				best = max(best, s.frame)
+			}
+		case <-wait.Done():
+		}
+		p.done(s.seq)
+	}
+	return best
+}
+
+// Round checks every peer once, the checks started evenly over spread, and returns the results
+// sorted by node.
+func (p *Prober) Round(ctx context.Context, peers []Peer, spread, heardWithin time.Duration) []Result {
+	out := make([]Result, len(peers))
+	var wg sync.WaitGroup
+	gap := time.Duration(0)
+	if len(peers) > 0 {
+		gap = spread / time.Duration(len(peers))
+	}
+	start := time.Now()
+	for i, peer := range peers {
+		if wait := time.Until(start.Add(time.Duration(i) * gap)); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = p.Check(ctx, peer, heardWithin)
+		}()
+	}
+	wg.Wait()
+	slices.SortFunc(out, func(a, b Result) int { return strings.Compare(a.Node, b.Node) })
+	return out
+}
+
+// setDontFragment sets Don't-Fragment on every datagram of conn, ignoring the path MTU the kernel
+// learnt (IP_PMTUDISC_PROBE): a frame above the local interface's MTU fails to send (EMSGSIZE),
+// any other leaves whole or not at all.
+func setDontFragment(conn *net.UDPConn, is4 bool) error {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		if is4 {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE)
+			return
+		}
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_PROBE)
+		if serr == nil {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_DONTFRAG, 1)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// Listen opens the probe socket on addr (inside whatever network namespace the calling thread is
+// in) with Don't-Fragment set.
+func Listen(addr netip.AddrPort) (*net.UDPConn, error) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
+	if err != nil {
+		return nil, err
+	}
+	if err := setDontFragment(conn, addr.Addr().Unmap().Is4()); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
