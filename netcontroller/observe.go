@@ -58,7 +58,7 @@ func Observe(in Input) Observation {
 			continue
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-		if ip, ok := migrationAddr(p); ok && in.Range.IsValid() && in.Range.Contains(ip) {
+		if ip, ok := MigrationAddr(p); ok && in.Range.IsValid() && in.Range.Contains(ip) {
 			used[ip] = true
 		}
 	}
@@ -97,7 +97,7 @@ func nodeStatus(node string, pods []*corev1.Pod, in Input) v1beta1.NodeMigration
 			st.Reason = ReasonPodNotReady
 			continue
 		}
-		ip, ok := migrationAddr(p)
+		ip, ok := MigrationAddr(p)
 		switch {
 		case !ok:
 			st.Reason = ReasonNoIP
@@ -112,23 +112,29 @@ func nodeStatus(node string, pods []*corev1.Pod, in Input) v1beta1.NodeMigration
 
 // requestsNetwork reports whether the pod asks Multus for namespace/name as migration0.
 func requestsNetwork(p *corev1.Pod, namespace, name string) bool {
+	return MigrationNetworkOf(p) == namespace+"/"+name
+}
+
+// MigrationNetworkOf is the NAD (namespace/name) the pod asks Multus for as migration0, "" when
+// none.
+func MigrationNetworkOf(p *corev1.Pod) string {
 	raw := p.Annotations[settings.NetworksAnnotation]
 	if raw == "" {
-		return false
+		return ""
 	}
 	elems, err := nadutils.ParseNetworkAnnotation(raw, p.Namespace)
 	if err != nil {
-		return false
+		return ""
 	}
 	for _, e := range elems {
-		if e.Name == name && e.Namespace == namespace && e.InterfaceRequest == settings.MigrationInterface {
-			return true
+		if e.InterfaceRequest == settings.MigrationInterface {
+			return e.Namespace + "/" + e.Name
 		}
 	}
-	return false
+	return ""
 }
 
-// migrationAddr is the address virt-handler migrates on: the first global unicast address of the
+// MigrationAddr is the address virt-handler migrates on: the first global unicast address of the
 // pod's migration0 entry in its network-status, of either family. This agrees with KubeVirt
 // v1.8.4's FindMigrationIP (pkg/virt-handler/migration.go), which virt-handler calls once at start:
 // it takes the first global unicast address of migration0 whatever its family (an IPv6 migration0
@@ -136,7 +142,7 @@ func requestsNetwork(p *corev1.Pod, namespace, name string) bool {
 // ones; it falls back to the pod IP only when migration0 does not exist, and with a migration0
 // that has no such address virt-handler fails to start. Either way the node is not on the
 // migration network, so false here (NoIP) is what readiness must say.
-func migrationAddr(p *corev1.Pod) (netip.Addr, bool) {
+func MigrationAddr(p *corev1.Pod) (netip.Addr, bool) {
 	statuses, err := nadutils.GetNetworkStatus(p)
 	if err != nil {
 		return netip.Addr{}, false

@@ -197,7 +197,7 @@ func TestMigrationAddr(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := handlerPod("h", "n1", "net-a@migration0", "", true)
 			p.Annotations["k8s.v1.cni.cncf.io/network-status"] = tc.status
-			got, ok := migrationAddr(p)
+			got, ok := MigrationAddr(p)
 			if tc.want == "" {
 				if ok {
 					t.Errorf("migrationAddr = %s, want none", got)

@@ -122,3 +122,15 @@ func RenderNAD(e Effective, namespace string) *nadv1.NetworkAttachmentDefinition
 		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: NADConfig(m)},
 	}
 }
+
+// MTUOfConfig is the "mtu" of a NAD's spec.config, 0 when it has none or does not parse: the
+// frame size the probe agents fill.
+func MTUOfConfig(config string) int {
+	var c struct {
+		MTU int `json:"mtu"`
+	}
+	if json.Unmarshal([]byte(config), &c) != nil || c.MTU < 0 {
+		return 0
+	}
+	return c.MTU
+}

@@ -18,6 +18,8 @@ Usage:
   migranet preflight [flags] VMI
                              what the admission webhook would answer to a migration of VMI,
                              rule by rule and node by node (exit 0 admitted, 1 refused)
+  migranet probe [flags]     the probe agent of one node (DaemonSet migranet-probe): proves
+                             the migration network's paths to every other node
 
 As a kubectl plugin (this binary on PATH as kubectl-migranet): kubectl migranet <command> ...
 
@@ -45,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runStatus(args[1:], stdout, stderr)
 	case "preflight":
 		return runPreflight(args[1:], stdout, stderr)
+	case "probe":
+		return runProbe(args[1:], stdout, stderr)
 	case "help":
 		if len(args) > 1 && args[1] != "help" {
 			return run([]string{args[1], "-h"}, stdout, stderr) // migranet help COMMAND

@@ -1,0 +1,326 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// Config is what an agent is told (the flags of `migranet probe`, validated by Validate).
+type Config struct {
+	Node              string
+	KubeVirtNamespace string
+	// AgentNamespace and AgentSelector find the agents' own pods: a peer is probed only while its
+	// agent's pod is Ready, so a node without a running agent is never reported unreachable.
+	AgentNamespace string
+	AgentSelector  labels.Selector
+	ProcRoot       string
+	Port           int
+	Interval       time.Duration
+	Timeout        time.Duration
+	Tries          int
+	// MaxRate bounds the probes a round sends per second (replies and the volleys of a failing
+	// peer not counted); a round over many peers then lasts longer than Interval.
+	MaxRate float64
+	Version string
+}
+
+// Agent probes its node's paths and writes its PathReport.
+type Agent struct {
+	Config
+	// Client writes the report and reads the Node and NAD; Pods reads virt-handler and agent pods
+	// (a cache).
+	Client client.Client
+	Pods   client.Reader
+
+	cur     *session
+	failing map[string]v1beta1.PeerPath
+}
+
+// session is one network probed from one address: a change of either starts a new one.
+type session struct {
+	network, podUID string
+	addr            netip.Addr
+	mtu             int
+	since           time.Time
+	prober          *Prober
+}
+
+// located is where the node's virt-handler is on the migration network, or why it is not.
+type located struct {
+	network, podUID string
+	addr            netip.Addr
+	problem, msg    string
+}
+
+// Run probes round after round until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("node", a.Node)
+	defer a.closeSession()
+	for {
+		start := time.Now()
+		report := a.round(ctrl.LoggerInto(ctx, log))
+		if err := a.write(ctx, report); err != nil {
+			log.Error(err, "writing the PathReport")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Until(start.Add(a.Interval))):
+		}
+	}
+}
+
+// round runs one round (or finds why it cannot) and returns the report to write.
+func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
+	log := ctrl.LoggerFrom(ctx)
+	loc := a.locate(ctx)
+	if loc.problem == "" && (a.cur == nil || a.cur.network != loc.network || a.cur.addr != loc.addr || a.cur.podUID != loc.podUID) {
+		a.closeSession()
+		if err := a.open(ctx, loc); err != nil {
+			loc.problem, loc.msg = problemOf(err), err.Error()
+		} else {
+			log.Info("probing", "network", loc.network, "address", loc.addr, "mtu", a.cur.mtu)
+		}
+	}
+	r := &v1beta1.PathReport{Network: loc.network, Port: int32(a.Port), AgentVersion: a.Version, IntervalSeconds: int32(a.Interval / time.Second)}
+	r.Name = a.Node
+	if loc.problem != "" {
+		a.closeSession()
+		r.Problem, r.Message = loc.problem, loc.msg
+		if loc.addr.IsValid() {
+			r.Address = loc.addr.String()
+		}
+		r.Since = metav1.NowMicro()
+		return r
+	}
+	s := a.cur
+	peers := a.peers(ctx, s)
+	started := time.Now()
+	results := s.prober.Round(ctx, peers, a.spread(len(peers)), 2*a.Interval)
+	r.Address, r.MTU, r.Since = s.addr.String(), int32(s.mtu), metav1.NewMicroTime(s.since)
+	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(peers))}
+	a.record(ctx, r, results)
+	return r
+}
+
+// spread is how long a round of n peers spreads its probes over: the interval less what the last
+// peer's check may take, or longer when MaxRate says so (two probes per healthy peer).
+func (a *Agent) spread(n int) time.Duration {
+	budget := time.Duration(a.Tries+2) * a.Timeout
+	s := max(a.Interval-budget, 0)
+	if a.MaxRate > 0 {
+		s = max(s, time.Duration(float64(2*n)/a.MaxRate*float64(time.Second)))
+	}
+	return s
+}
+
+// record folds a round's results into the report: the failing peers (each keeping when it began
+// failing), the round-trip times.
+func (a *Agent) record(ctx context.Context, r *v1beta1.PathReport, results []Result) {
+	log := ctrl.LoggerFrom(ctx)
+	next := map[string]v1beta1.PeerPath{}
+	var rtts []time.Duration
+	for _, res := range results {
+		if res.RTT > 0 {
+			rtts = append(rtts, res.RTT)
+			if res.RTT.Microseconds() > r.LastRound.MaxRTTMicros {
+				r.LastRound.MaxRTTMicros, r.LastRound.MaxRTTNode = res.RTT.Microseconds(), res.Node
+			}
+		}
+		if res.Reason == "" {
+			if _, was := a.failing[res.Node]; was {
+				log.Info("path passes again", "peer", res.Node)
+			}
+			continue
+		}
+		p := v1beta1.PeerPath{Node: res.Node, Address: res.Addr.Addr().String(), Reason: res.Reason, Largest: int32(res.Largest),
+			Message: settings.PathMessage(a.Node, res.Node, res.Reason, int(r.MTU), res.Largest)}
+		if prev, was := a.failing[res.Node]; was && prev.Reason == p.Reason && prev.Largest == p.Largest {
+			p.Since = prev.Since
+		} else {
+			now := metav1.NowMicro()
+			p.Since = &now
+			log.Info("path fails", "peer", res.Node, "reason", p.Reason, "message", p.Message)
+		}
+		next[res.Node] = p
+		r.Failing = append(r.Failing, p)
+	}
+	a.failing = next
+	r.LastRound.Failing = int32(len(r.Failing))
+	if len(rtts) > 0 {
+		slices.Sort(rtts)
+		r.LastRound.MedianRTTMicros = rtts[len(rtts)/2].Microseconds()
+	}
+}
+
+// locate finds the node's virt-handler pod on a migration network and its migration0 address.
+func (a *Agent) locate(ctx context.Context) located {
+	var pods corev1.PodList
+	if err := a.Pods.List(ctx, &pods, client.InNamespace(a.KubeVirtNamespace),
+		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}); err != nil {
+		return located{problem: v1beta1.ProbeNoVirtHandler, msg: "listing virt-handler pods: " + err.Error()}
+	}
+	var best located
+	found := false
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != a.Node || p.DeletionTimestamp != nil {
+			continue
+		}
+		found = true
+		l := located{network: netcontroller.MigrationNetworkOf(p), podUID: string(p.UID)}
+		switch addr, ok := netcontroller.MigrationAddr(p); {
+		case l.network == "":
+			l.problem, l.msg = v1beta1.ProbeNotAttached, fmt.Sprintf("virt-handler pod %s asks for no migration network (KubeVirt's migrations.network is unset or not rolled out yet)", p.Name)
+		case !ok:
+			l.problem, l.msg = v1beta1.ProbeNotAttached, fmt.Sprintf("virt-handler pod %s reports no %s address on %s", p.Name, settings.MigrationInterface, l.network)
+		default:
+			l.addr = addr
+			return l
+		}
+		best = l
+	}
+	if !found {
+		return located{problem: v1beta1.ProbeNoVirtHandler, msg: "no virt-handler pod on node " + a.Node}
+	}
+	return best
+}
+
+// open starts a session: the virt-handler pod's network namespace, its migration0, the socket.
+func (a *Agent) open(ctx context.Context, loc located) error {
+	pid, err := PodProcess(a.ProcRoot, loc.podUID)
+	if err != nil {
+		return fmt.Errorf("%w (pod UID %s under %s; the agent needs hostPID)", err, loc.podUID, a.ProcRoot)
+	}
+	opened, err := OpenIn(fmt.Sprintf("%s/%d/ns/net", a.ProcRoot, pid), settings.MigrationInterface, loc.addr, a.Port)
+	if err != nil {
+		return err
+	}
+	mtu := a.configuredMTU(ctx, loc.network)
+	if mtu == 0 {
+		mtu = opened.MTU
+	}
+	p := NewProber(opened.Conn, loc.network, mtu, a.Timeout, a.Tries)
+	go p.Serve()
+	a.cur = &session{network: loc.network, podUID: loc.podUID, addr: loc.addr, mtu: mtu, since: time.Now(), prober: p}
+	a.failing = nil
+	return nil
+}
+
+// configuredMTU is the NAD's "mtu", 0 when it has none or cannot be read (the interface's is
+// used then: the bridge plugin set it from the same config).
+func (a *Agent) configuredMTU(ctx context.Context, network string) int {
+	ns, name, ok := cut(network)
+	if !ok {
+		return 0
+	}
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
+		ctrl.LoggerFrom(ctx).Info("cannot read the NAD's MTU; using migration0's", "network", network, "error", err.Error())
+		return 0
+	}
+	return settings.MTUOfConfig(nad.Spec.Config)
+}
+
+func (a *Agent) closeSession() {
+	if a.cur != nil {
+		_ = a.cur.prober.Close()
+		a.cur = nil
+	}
+}
+
+// peers are the other nodes whose virt-handler is on s's network with an address and whose
+// agent's pod is Ready.
+func (a *Agent) peers(ctx context.Context, s *session) []Peer {
+	var agents corev1.PodList
+	if err := a.Pods.List(ctx, &agents, client.InNamespace(a.AgentNamespace), client.MatchingLabelsSelector{Selector: a.AgentSelector}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the agents' pods")
+		return nil
+	}
+	live := map[string]bool{}
+	for i := range agents.Items {
+		if p := &agents.Items[i]; p.DeletionTimestamp == nil && podReady(p) {
+			live[p.Spec.NodeName] = true
+		}
+	}
+	var handlers corev1.PodList
+	if err := a.Pods.List(ctx, &handlers, client.InNamespace(a.KubeVirtNamespace),
+		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}); err != nil {
+		return nil
+	}
+	var out []Peer
+	for i := range handlers.Items {
+		p := &handlers.Items[i]
+		if p.Spec.NodeName == a.Node || p.DeletionTimestamp != nil || !live[p.Spec.NodeName] || netcontroller.MigrationNetworkOf(p) != s.network {
+			continue
+		}
+		if addr, ok := netcontroller.MigrationAddr(p); ok && addr.Is4() == s.addr.Is4() {
+			out = append(out, Peer{Node: p.Spec.NodeName, Addr: netip.AddrPortFrom(addr, uint16(a.Port))})
+		}
+	}
+	return out
+}
+
+// write creates or replaces the node's PathReport, owned by the Node so that it goes with it.
+func (a *Agent) write(ctx context.Context, r *v1beta1.PathReport) error {
+	cur := &v1beta1.PathReport{}
+	err := a.Client.Get(ctx, client.ObjectKey{Name: a.Node}, cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		node := &corev1.Node{}
+		if err := a.Client.Get(ctx, client.ObjectKey{Name: a.Node}, node); err != nil {
+			return fmt.Errorf("reading node %s (the report's owner): %w", a.Node, err)
+		}
+		r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+		return a.Client.Create(ctx, r)
+	case err != nil:
+		return err
+	}
+	r.ObjectMeta = cur.ObjectMeta
+	return a.Client.Update(ctx, r)
+}
+
+// problemOf maps an error opening the session to the report's problem.
+func problemOf(err error) string {
+	switch {
+	case errors.Is(err, ErrNoProcess):
+		return v1beta1.ProbeNoNamespace
+	case errors.Is(err, ErrNoInterface):
+		return v1beta1.ProbeNoInterface
+	}
+	return v1beta1.ProbeSocket
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func cut(network string) (string, string, bool) {
+	for i := 0; i < len(network); i++ {
+		if network[i] == '/' {
+			return network[:i], network[i+1:], true
+		}
+	}
+	return "", "", false
+}
