@@ -112,7 +112,7 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	s := a.cur
 	peers := a.peers(ctx, s)
 	started := time.Now()
-	results := s.prober.Round(ctx, peers, a.spread(len(peers)), 2*a.Interval)
+	results := s.prober.Round(ctx, peers, a.spread(len(peers)))
 	r.Address, r.MTU, r.Since = s.addr.String(), int32(s.mtu), metav1.NewMicroTime(s.since)
 	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(peers))}
 	a.record(ctx, r, results)

@@ -48,7 +48,7 @@ type Prober struct {
 	seq     atomic.Uint64
 	mu      sync.Mutex
 	pending map[uint64]chan uint32 // seq -> size the peer received
-	heard   map[netip.Addr]time.Time
+	peers   map[netip.Addr]*seen
 	// Foreign counts packets on the port that were not this network's probes.
 	Foreign atomic.Uint64
 	// Sent counts probes sent (replies not included).
@@ -60,7 +60,33 @@ type Prober struct {
 func NewProber(conn *net.UDPConn, network string, mtu int, timeout time.Duration, tries int) *Prober {
 	la, _ := netip.ParseAddrPort(conn.LocalAddr().String())
 	return &Prober{conn: conn, id: IDOf(network), mtu: mtu, is4: la.Addr().Unmap().Is4(), timeout: timeout, tries: max(tries, 1),
-		pending: map[uint64]chan uint32{}, heard: map[netip.Addr]time.Time{}}
+		pending: map[uint64]chan uint32{}, peers: map[netip.Addr]*seen{}}
+}
+
+// seen is what the prober knows of one peer's traffic, to tell a path lost one way from one lost
+// both ways: a probe from the peer that arrives echoing a sequence number below one of ours sent
+// well before (a timeout earlier) proves ours lost while the peer's arrive.
+type seen struct {
+	maxSeq  uint64        // the highest sequence number of the peer's probes received
+	sends   [8]sendRecord // our latest probes to the peer, a ring
+	next    int
+	lost    time.Time // when the peer last proved one of our probes lost
+	replied time.Time // when the peer last answered one of ours
+}
+
+type sendRecord struct {
+	seq uint64
+	at  time.Time
+}
+
+// seenLocked returns addr's record (p.mu held).
+func (p *Prober) seenLocked(addr netip.Addr) *seen {
+	st := p.peers[addr]
+	if st == nil {
+		st = &seen{}
+		p.peers[addr] = st
+	}
+	return st
 }
 
 // Serve answers the peers' probes and hands replies to the exchanges waiting for them, until the
@@ -84,13 +110,14 @@ func (p *Prober) Serve() {
 		switch h.kind {
 		case kindProbe:
 			p.mu.Lock()
-			p.heard[from.Addr().Unmap()] = time.Now()
+			p.sawProbe(p.seenLocked(from.Addr().Unmap()), h, time.Now())
 			p.mu.Unlock()
 			header{kind: kindReply, net: p.id, seq: h.seq, size: uint32(n)}.encode(out)
 			_, _ = p.conn.WriteToUDPAddrPort(out, from)
 		case kindReply:
 			p.mu.Lock()
 			ch := p.pending[h.seq]
+			p.seenLocked(from.Addr().Unmap()).replied = time.Now()
 			p.mu.Unlock()
 			if ch != nil {
 				select {
@@ -99,6 +126,22 @@ func (p *Prober) Serve() {
 				}
 			}
 		}
+	}
+}
+
+// sawProbe notes a probe h from the peer st arriving at now (p.mu held): its sequence number, and
+// whether its echo proves one of our probes lost — the latest we sent a timeout or more before
+// now, with a higher sequence number than the peer ever received from us.
+func (p *Prober) sawProbe(st *seen, h header, now time.Time) {
+	st.maxSeq = max(st.maxSeq, h.seq)
+	var latest sendRecord
+	for _, s := range st.sends {
+		if s.seq > latest.seq && s.at.Before(now.Add(-p.timeout)) {
+			latest = s
+		}
+	}
+	if latest.seq > h.echo {
+		st.lost = now
 	}
 }
 
@@ -113,8 +156,12 @@ func (p *Prober) send(addr netip.AddrPort, payload int, buf []byte) (uint64, cha
 	ch := make(chan uint32, 1)
 	p.mu.Lock()
 	p.pending[seq] = ch
+	st := p.seenLocked(addr.Addr().Unmap())
+	st.sends[st.next%len(st.sends)] = sendRecord{seq, time.Now()}
+	st.next++
+	echo := st.maxSeq
 	p.mu.Unlock()
-	header{kind: kindProbe, net: p.id, seq: seq, size: uint32(payload)}.encode(buf)
+	header{kind: kindProbe, net: p.id, seq: seq, size: uint32(payload), echo: echo}.encode(buf)
 	p.Sent.Add(1)
 	if _, err := p.conn.WriteToUDPAddrPort(buf[:payload], addr); err != nil {
 		p.done(seq)
@@ -161,19 +208,21 @@ func (p *Prober) exchange(ctx context.Context, addr netip.AddrPort, payload int)
 }
 
 // Check probes one peer: reachability with a small probe, then a full-size frame; when that is
-// lost, the largest frame that crosses. heardWithin is how recent a probe from the peer must be
-// for a peer that does not answer to be OneWay rather than Unreachable.
-func (p *Prober) Check(ctx context.Context, peer Peer, heardWithin time.Duration) Result {
+// lost, the largest frame that crosses. A peer that does not answer is OneWay when, since it last
+// answered, one of its own probes proved ours lost (see sawProbe), else Unreachable: a fault that
+// starts mid-round may read Unreachable for that round before the evidence arrives, never OneWay
+// for a path lost both ways.
+func (p *Prober) Check(ctx context.Context, peer Peer) Result {
 	r := Result{Peer: peer}
 	rtt, ok := p.exchange(ctx, peer.Addr, headerLen)
 	if !ok {
 		r.Reason = v1beta1.PathUnreachable
 		p.mu.Lock()
-		last, heard := p.heard[peer.Addr.Addr().Unmap()]
-		p.mu.Unlock()
-		if heard && time.Since(last) < heardWithin {
+		st := p.seenLocked(peer.Addr.Addr().Unmap())
+		if !st.lost.IsZero() && st.lost.After(st.replied) {
 			r.Reason = v1beta1.PathOneWay
 		}
+		p.mu.Unlock()
 		return r
 	}
 	r.RTT = rtt
@@ -249,7 +298,7 @@ func (p *Prober) volley(ctx context.Context, addr netip.AddrPort, frames []int) 
 
 // Round checks every peer once, the checks started evenly over spread, and returns the results
 // sorted by node.
-func (p *Prober) Round(ctx context.Context, peers []Peer, spread, heardWithin time.Duration) []Result {
+func (p *Prober) Round(ctx context.Context, peers []Peer, spread time.Duration) []Result {
 	out := make([]Result, len(peers))
 	var wg sync.WaitGroup
 	gap := time.Duration(0)
@@ -267,7 +316,7 @@ func (p *Prober) Round(ctx context.Context, peers []Peer, spread, heardWithin ti
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = p.Check(ctx, peer, heardWithin)
+			out[i] = p.Check(ctx, peer)
 		}()
 	}
 	wg.Wait()

@@ -68,11 +68,11 @@ func TestCheck(t *testing.T) {
 		{"nothing answers", silent, v1beta1.PathUnreachable, 0},
 		{"full frames lost, 1500 crosses", limited(t, 1500), v1beta1.PathMTU, 1500},
 		{"the largest between two ladder steps", limited(t, 1550), v1beta1.PathMTU, 1548},
-		{"below the smallest step, found by the fine volley", limited(t, 1000), v1beta1.PathMTU, 972},
+		{"below the smallest step, found by the fine volley", limited(t, 1000), v1beta1.PathMTU, 968},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := a.Check(ctx, Peer{Node: "peer", Addr: tt.peer}, time.Minute)
+			r := a.Check(ctx, Peer{Node: "peer", Addr: tt.peer})
 			if r.Reason != tt.reason || r.Largest != tt.largest {
 				t.Errorf("Check = reason %q largest %d, want %q %d", r.Reason, r.Largest, tt.reason, tt.largest)
 			}
@@ -83,33 +83,32 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestOneWay: a peer whose probes arrive but which answers none of ours is OneWay, and
-// Unreachable again once its probes are older than heardWithin.
+// TestOneWay: a peer that answers none of our probes is Unreachable until one of its own probes
+// arrives echoing a sequence number below ours sent before it: then it is OneWay. A probe of its
+// that shows it received ours proves nothing lost.
 func TestOneWay(t *testing.T) {
 	ctx := context.Background()
 	a := newProber(t, 1500)
-	mute := listen(t) // sends probes, reads nothing
-	pkt := make([]byte, headerLen)
-	header{kind: kindProbe, net: IDOf(testNet), seq: 1, size: headerLen}.encode(pkt)
-	if _, err := mute.WriteToUDPAddrPort(pkt, addrOf(a.conn)); err != nil {
-		t.Fatal(err)
-	}
+	mute := listen(t) // sends probes, answers nothing
 	peer := Peer{Node: "mute", Addr: addrOf(mute)}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		a.mu.Lock()
-		_, heard := a.heard[peer.Addr.Addr()]
-		a.mu.Unlock()
-		if heard || time.Now().After(deadline) {
-			break
+	if r := a.Check(ctx, peer); r.Reason != v1beta1.PathUnreachable {
+		t.Fatalf("nothing heard yet: %q, want Unreachable", r.Reason)
+	}
+	send := func(echo uint64) {
+		pkt := make([]byte, headerLen)
+		header{kind: kindProbe, net: IDOf(testNet), seq: 1, size: headerLen, echo: echo}.encode(pkt)
+		if _, err := mute.WriteToUDPAddrPort(pkt, addrOf(a.conn)); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // let Serve read it
 	}
-	if r := a.Check(ctx, peer, time.Minute); r.Reason != v1beta1.PathOneWay {
-		t.Errorf("a peer heard from but not answering: %q, want OneWay", r.Reason)
+	send(a.seq.Load()) // it received everything we sent: no proof
+	if r := a.Check(ctx, peer); r.Reason != v1beta1.PathUnreachable {
+		t.Errorf("a peer that received our probes: %q, want Unreachable", r.Reason)
 	}
-	if r := a.Check(ctx, peer, time.Nanosecond); r.Reason != v1beta1.PathUnreachable {
-		t.Errorf("heard too long ago: %q, want Unreachable", r.Reason)
+	send(0) // it never received any of ours
+	if r := a.Check(ctx, peer); r.Reason != v1beta1.PathOneWay {
+		t.Errorf("a peer whose probe proves ours lost: %q, want OneWay", r.Reason)
 	}
 }
 
@@ -141,7 +140,7 @@ func TestRoundSpreadsAndSorts(t *testing.T) {
 		peers = append(peers, Peer{Node: n, Addr: addrOf(newProber(t, 1500).conn)})
 	}
 	start := time.Now()
-	res := a.Round(context.Background(), peers, 300*time.Millisecond, time.Minute)
+	res := a.Round(context.Background(), peers, 300*time.Millisecond)
 	if took := time.Since(start); took < 200*time.Millisecond {
 		t.Errorf("round over 3 peers spread over 300ms took %v: not spread", took)
 	}

@@ -6,7 +6,7 @@ import (
 	"errors"
 )
 
-// The probe packet: a 32-byte header, then padding up to the size probed.
+// The probe packet: a 40-byte header, then padding up to the size probed.
 //
 //	0  magic "MGNP"
 //	4  version (1)
@@ -16,8 +16,10 @@ import (
 //	16 sequence number (8), echoed by the reply
 //	24 size (4): the probe's UDP payload size as sent; the reply echoes the size received
 //	28 reserved (4)
+//	32 echo (8): in a probe, the highest sequence number the sender received in a probe from the
+//	   destination (how a node tells that its own probes are lost while the peer's arrive)
 const (
-	headerLen   = 32
+	headerLen   = 40
 	wireVersion = 1
 	kindProbe   = 1
 	kindReply   = 2
@@ -42,6 +44,7 @@ type header struct {
 	net  NetworkID
 	seq  uint64
 	size uint32
+	echo uint64
 }
 
 // encode writes h into b (len(b) ≥ headerLen); the rest of b is left as it is.
@@ -53,6 +56,7 @@ func (h header) encode(b []byte) {
 	binary.BigEndian.PutUint64(b[16:24], h.seq)
 	binary.BigEndian.PutUint32(b[24:28], h.size)
 	clear(b[28:32])
+	binary.BigEndian.PutUint64(b[32:40], h.echo)
 }
 
 // Reasons a packet is not one of ours.
@@ -78,7 +82,7 @@ func decode(b []byte, id NetworkID) (header, error) {
 	case NetworkID(b[8:16]) != id:
 		return header{}, errNetwork
 	}
-	return header{kind: b[5], net: id, seq: binary.BigEndian.Uint64(b[16:24]), size: binary.BigEndian.Uint32(b[24:28])}, nil
+	return header{kind: b[5], net: id, seq: binary.BigEndian.Uint64(b[16:24]), size: binary.BigEndian.Uint32(b[24:28]), echo: binary.BigEndian.Uint64(b[32:40])}, nil
 }
 
 // udpPayload is the UDP payload that fills an IP packet of frame bytes to addr's family:

@@ -56,7 +56,14 @@ type Options struct {
 	// NodeNetworks: whether the nodes get real networks and the real CNI plugins (see
 	// NodeNetworksMode); NodeNetworksRequired when empty.
 	NodeNetworks NodeNetworksMode
+	// ProbeArgs follow the probe agent pods' own arguments (with real node networks, the agents
+	// run as processes); DefaultProbeArgs when nil.
+	ProbeArgs []string
 }
+
+// DefaultProbeArgs make the local cluster's probe agents quick: a round every 2 s, each probe
+// waiting 250 ms, a path failed after 2 lost probes in a row.
+var DefaultProbeArgs = []string{"--interval=2s", "--timeout=250ms", "--tries=2"}
 
 // Env is a running environment.
 type Env struct {
@@ -68,6 +75,8 @@ type Env struct {
 	Service *sim.Service
 	// NodeNetworks are the nodes' real networks; nil when the plugins are simulated.
 	NodeNetworks *sim.NodeNetworks
+	// ProbeAgents run the probe agent pods' processes; nil without real node networks.
+	ProbeAgents *sim.ProbeAgents
 	progress     io.Writer
 	stopSims     context.CancelFunc
 	simsDone     chan struct{}
@@ -111,7 +120,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if e.NodeNetworks, err = startNodeNetworks(ctx, c, opts.NodeNetworks, opts.Progress); err != nil {
 		return nil, err
 	}
-	if err := e.startSimulators(!opts.SimulatedKubeVirt); err != nil {
+	if opts.ProbeArgs == nil {
+		opts.ProbeArgs = DefaultProbeArgs
+	}
+	if err := e.startSimulators(!opts.SimulatedKubeVirt, binary, opts.ProbeArgs); err != nil {
 		return nil, err
 	}
 	if err := cluster.CreateNodes(ctx, c.Client, opts.Nodes); err != nil {
@@ -155,7 +167,7 @@ const HandlerMigrationTime = 500 * time.Millisecond
 
 // startSimulators runs the virt-operator and Multus simulators in this process, and the
 // virt-handler stand-in when KubeVirt's controllers run.
-func (e *Env) startSimulators(handler bool) error {
+func (e *Env) startSimulators(handler bool, binary string, probeArgs []string) error {
 	logFile, err := os.Create(filepath.Join(e.Dir, "simulators.log"))
 	if err != nil {
 		return err
@@ -185,7 +197,12 @@ func (e *Env) startSimulators(handler bool) error {
 		if err := agent.SetupWithManager(mgr); err != nil {
 			return err
 		}
-		what = "virt-operator simulator, Multus stand-in with the real bridge and whereabouts plugins, Harvester agent stand-in"
+		e.ProbeAgents = &sim.ProbeAgents{Client: mgr.GetClient(), Clientset: e.Clientset, Binary: binary, Server: e.Config.Host,
+			CA: e.CA.CertPEM, Dir: e.Dir, ExtraArgs: probeArgs}
+		if err := e.ProbeAgents.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		what = "virt-operator simulator, Multus stand-in with the real bridge and whereabouts plugins, Harvester agent stand-in, kubelet stand-in running the probe agents"
 	}
 	if handler {
 		standIn := &sim.VirtHandlerStandIn{Client: mgr.GetClient(), Clientset: e.Clientset, Config: e.Config,

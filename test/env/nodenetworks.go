@@ -53,6 +53,14 @@ func startNodeNetworks(ctx context.Context, c *cluster.Cluster, mode NodeNetwork
 		}
 		return nil, fmt.Errorf("real node networks: %w (or set %s=%s to simulate them)", err, results.OptOutVar, NetnsSuite)
 	}
+	cgroups, err := nodenet.CgroupRoot()
+	if err != nil {
+		if mode == NodeNetworksIfAvailable {
+			fmt.Fprintf(progress, "env: no real node networks (%v); falling back to the Multus, bridge and whereabouts simulators\n", err)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("real node networks: %w (or set %s=%s to simulate them)", err, results.OptOutVar, NetnsSuite)
+	}
 	out, err := exec.CommandContext(ctx, "bash", filepath.Join(cluster.RepoRoot(), "test", "tools", "build.sh"), "cni").Output()
 	if err != nil {
 		return nil, fmt.Errorf("building the CNI plugins (test/tools/build.sh cni): %w", err)
@@ -62,9 +70,10 @@ func startNodeNetworks(ctx context.Context, c *cluster.Cluster, mode NodeNetwork
 		return nil, err
 	}
 	n := &sim.NodeNetworks{
-		Fabric:    &nodenet.Fabric{Prefix: prefix},
-		Plugins:   &nodenet.Plugins{BinDir: strings.TrimSpace(string(out)), ConfDir: filepath.Join(c.Dir, "whereabouts.d")},
-		APIServer: strings.TrimPrefix(c.Config.Host, "https://"),
+		Fabric:     &nodenet.Fabric{Prefix: prefix},
+		Plugins:    &nodenet.Plugins{BinDir: strings.TrimSpace(string(out)), ConfDir: filepath.Join(c.Dir, "whereabouts.d")},
+		APIServer:  strings.TrimPrefix(c.Config.Host, "https://"),
+		CgroupRoot: cgroups,
 	}
 	if err := n.Plugins.WriteWhereaboutsConf(kubeconfig); err != nil {
 		return nil, err

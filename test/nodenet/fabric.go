@@ -150,3 +150,25 @@ func (f *Fabric) Close(ctx context.Context) error {
 	}
 	return first
 }
+
+// Isolate moves node's uplink of cn to a switch bridge of its own, or back (isolated false): the
+// link stays up at its MTU, but the node reaches no other node on cn, as a switch port whose VLAN
+// is not trunked.
+func (f *Fabric) Isolate(ctx context.Context, node, cn string, isolated bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sw, port := string(f.Switch()), f.switchPort(node, cn)
+	target := "s" + strconv.Itoa(f.nets[cn])
+	if isolated {
+		target = "x" + port
+		if ip(ctx, "-n", sw, "link", "show", target) != nil {
+			if err := ip(ctx, "-n", sw, "link", "add", target, "type", "bridge"); err != nil {
+				return err
+			}
+			if err := ip(ctx, "-n", sw, "link", "set", target, "mtu", "65000", "up"); err != nil {
+				return err
+			}
+		}
+	}
+	return ip(ctx, "-n", sw, "link", "set", port, "master", target)
+}

@@ -65,7 +65,7 @@ func Exec(ctx context.Context, n NS, name string, args ...string) ([]byte, error
 // Available reports what this machine lacks to run real node networks: a command, or the
 // privilege to create network namespaces (it creates and deletes one named probe).
 func Available(ctx context.Context, probe NS) error {
-	for _, c := range []struct{ cmd, pkg string }{{"ip", "iproute2"}, {"unshare", "util-linux"}, {"mount", "mount"}, {"ping", "iputils-ping"}} {
+	for _, c := range []struct{ cmd, pkg string }{{"ip", "iproute2"}, {"unshare", "util-linux"}, {"mount", "mount"}, {"ping", "iputils-ping"}, {"nft", "nftables"}} {
 		if _, err := exec.LookPath(c.cmd); err != nil {
 			return fmt.Errorf("the command %s is missing (apt-get install %s)", c.cmd, c.pkg)
 		}

@@ -62,9 +62,12 @@ type sandbox struct {
 	// netns is the sandbox's network namespace with real node networks ("" otherwise), and
 	// host the namespace of its node.
 	netns, host nodenet.NS
-	pod         types.NamespacedName
-	uid         types.UID
-	attached    []attachment
+	// pause is the sandbox's process with real node networks (nil otherwise): in the sandbox's
+	// namespace and a cgroup named after the pod, where the probe agent finds it.
+	pause    *nodenet.Pause
+	pod      types.NamespacedName
+	uid      types.UID
+	attached []attachment
 	// teardown: the kubelet tears this sandbox down, so DEL is due.
 	teardown bool
 }
@@ -127,7 +130,10 @@ func (r *Multus) observe(o client.Object, gone bool) {
 		if sb.netns != "" {
 			// The sandbox is gone from the node with nothing told (no CNI DEL): its interfaces go
 			// with its namespace, its addresses stay held.
-			go func() { _ = nodenet.DelNS(context.Background(), sb.netns) }()
+			go func() {
+				sb.pause.Stop()
+				_ = nodenet.DelNS(context.Background(), sb.netns)
+			}()
 		}
 	}
 }
@@ -207,6 +213,7 @@ func (r *Multus) teardown(ctx context.Context, uid types.UID, sb *sandbox) error
 		}
 	}
 	if sb.netns != "" {
+		sb.pause.Stop()
 		if err := nodenet.DelNS(ctx, sb.netns); err != nil {
 			return err
 		}
@@ -244,6 +251,10 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 		}
 		sb.host, sb.netns = host, nodenet.NS(r.Nodes.Fabric.Prefix+"-s"+sb.containerID[:10])
 		if err := nodenet.AddNS(ctx, sb.netns); err != nil {
+			return nil, err
+		}
+		if sb.pause, err = r.Nodes.Pause(sb.netns, string(pod.UID)); err != nil {
+			_ = nodenet.DelNS(ctx, sb.netns)
 			return nil, err
 		}
 	}

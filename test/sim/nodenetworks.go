@@ -26,8 +26,17 @@ type NodeNetworks struct {
 	// whereabouts.
 	APIServer string
 
+	// CgroupRoot is the cgroup v2 hierarchy the sandboxes' pause processes are placed in
+	// (nodenet.CgroupRoot), under a directory named Fabric.Prefix.
+	CgroupRoot string
+
 	mu       sync.Mutex
 	forwards map[string]io.Closer
+}
+
+// Pause starts the process of the sandbox of pod uid in namespace ns (nodenet.StartPause).
+func (n *NodeNetworks) Pause(ns nodenet.NS, uid string) (*nodenet.Pause, error) {
+	return nodenet.StartPause(ns, n.CgroupRoot, n.Fabric.Prefix, uid)
 }
 
 // Node makes sure node has its host namespace and the API server forward, and returns the
@@ -69,7 +78,9 @@ func (n *NodeNetworks) Close(ctx context.Context) error {
 		delete(n.forwards, node)
 	}
 	n.mu.Unlock()
-	return n.Fabric.Close(ctx)
+	err := n.Fabric.Close(ctx)
+	nodenet.RemoveCgroups(n.CgroupRoot, n.Fabric.Prefix)
+	return err
 }
 
 // HarvesterAgent stands in for Harvester's network agent on every node (network-controller-harvester
