@@ -113,8 +113,12 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	peers := a.peers(ctx, s)
 	started := time.Now()
 	results := s.prober.Round(ctx, peers, a.spread(len(peers)))
+	// A peer whose agent stopped being Ready during the round (restarting) did not answer for
+	// that reason: its path is not judged this round.
+	live := a.liveAgents(ctx)
+	results = slices.DeleteFunc(results, func(r Result) bool { return r.Reason != "" && !live[r.Node] })
 	r.Address, r.MTU, r.Since = s.addr.String(), int32(s.mtu), metav1.NewMicroTime(s.since)
-	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(peers))}
+	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(results))}
 	a.record(ctx, r, results)
 	return r
 }
@@ -248,17 +252,7 @@ func (a *Agent) closeSession() {
 // peers are the other nodes whose virt-handler is on s's network with an address and whose
 // agent's pod is Ready.
 func (a *Agent) peers(ctx context.Context, s *session) []Peer {
-	var agents corev1.PodList
-	if err := a.Pods.List(ctx, &agents, client.InNamespace(a.AgentNamespace), client.MatchingLabelsSelector{Selector: a.AgentSelector}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the agents' pods")
-		return nil
-	}
-	live := map[string]bool{}
-	for i := range agents.Items {
-		if p := &agents.Items[i]; p.DeletionTimestamp == nil && podReady(p) {
-			live[p.Spec.NodeName] = true
-		}
-	}
+	live := a.liveAgents(ctx)
 	var handlers corev1.PodList
 	if err := a.Pods.List(ctx, &handlers, client.InNamespace(a.KubeVirtNamespace),
 		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}); err != nil {
@@ -275,6 +269,22 @@ func (a *Agent) peers(ctx context.Context, s *session) []Peer {
 		}
 	}
 	return out
+}
+
+// liveAgents are the nodes whose agent's pod is Ready.
+func (a *Agent) liveAgents(ctx context.Context) map[string]bool {
+	var agents corev1.PodList
+	if err := a.Pods.List(ctx, &agents, client.InNamespace(a.AgentNamespace), client.MatchingLabelsSelector{Selector: a.AgentSelector}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the agents' pods")
+		return nil
+	}
+	live := map[string]bool{}
+	for i := range agents.Items {
+		if p := &agents.Items[i]; p.DeletionTimestamp == nil && podReady(p) {
+			live[p.Spec.NodeName] = true
+		}
+	}
+	return live
 }
 
 // write creates or replaces the node's PathReport, owned by the Node so that it goes with it.
