@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/framework"
+)
+
+// net1500 is a migration network of MTU 1500 on the nodes' default 1500 uplinks.
+const net1500 = `{"clusterNetwork":"migration","range":"10.78.0.0/24","mtu":1500}`
+
+// reports returns the PathReports by node.
+func reports(ctx context.Context, g Gomega) map[string]v1beta1.PathReport {
+	var l v1beta1.PathReportList
+	g.Expect(f.Client.List(ctx, &l)).To(Succeed())
+	out := map[string]v1beta1.PathReport{}
+	for _, r := range l.Items {
+		out[r.Name] = r
+	}
+	return out
+}
+
+// failingOf words a report's failing peers "peer:reason:largest", sorted as the report keeps them.
+func failingOf(r v1beta1.PathReport) []string {
+	var out []string
+	for _, p := range r.Failing {
+		out = append(out, fmt.Sprintf("%s:%s:%d", p.Node, p.Reason, p.Largest))
+	}
+	return out
+}
+
+func setUplinkMTU(ctx context.Context, node string, mtu int) {
+	n := &corev1.Node{}
+	ExpectWithOffset(1, f.Client.Get(ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
+	patch := client.MergeFrom(n.DeepCopy())
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[cluster.UplinkMTUAnnotationPrefix+"migration"] = fmt.Sprint(mtu)
+	ExpectWithOffset(1, f.Client.Patch(ctx, n, patch)).To(Succeed())
+}
+
+var _ = Describe("migration-network health from the real probe agents", func() {
+	BeforeEach(func() {
+		if f.NodeNetworks == nil {
+			Skip("node networks are simulated (MIGRANET_TEST_SKIP=netns): there are no packets to probe")
+		}
+		DeferCleanup(resetToPodNetwork)
+	})
+
+	// Faults caught: an agent that does not probe from virt-handler's migration0 (no address, no
+	// report), one that judges paths by small packets only (node-3's narrowed uplink passes), a
+	// report that keeps a failure after the repair, and reports of another network judging the
+	// current one.
+	It("reports a narrowed uplink's pairs within a round and clears them after the repair", func(ctx context.Context) {
+		setValue(ctx, net1500)
+		waitReady(ctx, netcontroller.ReasonReady)
+		network := settings.DefaultKubeVirtNamespace + "/" + setting(ctx).Status.AppliedNetwork
+		nodes := []string{"node-1", "node-2", "node-3"}
+		Eventually(func(g Gomega) {
+			rs := reports(ctx, g)
+			for _, n := range nodes {
+				r := rs[n]
+				g.Expect(r.Network).To(Equal(network), n)
+				g.Expect(r.Problem).To(BeEmpty(), "%s: %s", n, r.Message)
+				g.Expect(r.MTU).To(BeEquivalentTo(1500), n)
+				g.Expect(r.LastRound).NotTo(BeNil(), n)
+				g.Expect(r.LastRound.Peers).To(BeEquivalentTo(len(nodes)-1), n)
+				g.Expect(r.Failing).To(BeEmpty(), n)
+				g.Expect(r.OwnerReferences).To(ContainElement(HaveField("Name", n)), "owned by its Node")
+			}
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+
+		setUplinkMTU(ctx, "node-3", 1400)
+		DeferCleanup(setUplinkMTU, "node-3", 1500)
+		Eventually(func(g Gomega) {
+			rs := reports(ctx, g)
+			g.Expect(failingOf(rs["node-1"])).To(Equal([]string{"node-3:MTU:1400"}))
+			g.Expect(failingOf(rs["node-2"])).To(Equal([]string{"node-3:MTU:1400"}))
+			g.Expect(failingOf(rs["node-3"])).To(Equal([]string{"node-1:MTU:1400", "node-2:MTU:1400"}))
+			g.Expect(rs["node-1"].Failing[0].Message).To(ContainSubstring("1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400)"))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed(), "within a round or two (2 s each here)")
+
+		setUplinkMTU(ctx, "node-3", 1500)
+		Eventually(func(g Gomega) {
+			rs := reports(ctx, g)
+			for _, n := range nodes {
+				g.Expect(rs[n].Failing).To(BeEmpty(), n)
+			}
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+	})
+
+	// Fault caught: a PathReport writable by anyone with RBAC on it (an agent, or a compromised
+	// node, could clear another node's failures and let migrations through a broken path).
+	It("lets only the node's own agent write its report", func(ctx context.Context) {
+		Eventually(func(g Gomega) { g.Expect(reports(ctx, g)).To(HaveKey("node-1")) }).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		r := &v1beta1.PathReport{}
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: "node-1"}, r)).To(Succeed())
+		r.Failing = nil
+		err := f.Client.Update(ctx, r) // as the suite's admin: no node
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("PathReport node-1 is written only by the probe agent on node node-1"))
+		Expect(strings.ToLower(err.Error())).To(ContainSubstring("has no node"))
+	})
+})
