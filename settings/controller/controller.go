@@ -92,19 +92,17 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	eff, serr, err := r.judge(ctx, s)
-	if err != nil {
-		r.Metrics.Step(ControllerName, StepValue, err)
-		return reconcile.Result{}, err
-	}
-	if serr != nil {
-		r.Metrics.Step(ControllerName, StepValue, serr)
+	eff, err := r.judge(ctx, s)
+	r.Metrics.Step(ControllerName, StepValue, err)
+	if invalid := (*stepError)(nil); errors.As(err, &invalid) {
 		// No retry: the watches on the setting, the nodes and the KubeVirt CR bring it back once
 		// the value is fixed or the nodes make it valid.
-		return reconcile.Result{}, r.writeStatus(ctx, s, settings.Effective{}, serr)
+		return reconcile.Result{}, r.writeStatus(ctx, s, settings.Effective{}, invalid)
 	}
-	r.Metrics.Step(ControllerName, StepValue, nil)
-	serr = r.apply(ctx, eff)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	serr := r.apply(ctx, eff)
 	if err := r.writeStatus(ctx, s, eff, serr); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -118,7 +116,8 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // judge returns the setting's effective network once it passes the checks admission makes, or an
-// InvalidValue step error naming every problem and its fix. The webhook refuses such values, but a
+// InvalidValue *stepError naming every problem and its fix (any other error: the nodes could not be
+// read). The webhook refuses such values, but a
 // value stored while it did not see them (migranet installed after the value, the webhook taken
 // out of the chain) reaches the controller unjudged: nothing is rendered from it, and the network
 // applied last stays in force.
@@ -129,13 +128,13 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // that joins since without the cluster network, or a range the nodes outgrow, must not tear down
 // the network every other node uses. The network controller reports such a node (status.nodes,
 // Ready) and admission keeps migrations off it.
-func (r *Controller) judge(ctx context.Context, s *v1beta1.Setting) (settings.Effective, *stepError, error) {
+func (r *Controller) judge(ctx context.Context, s *v1beta1.Setting) (settings.Effective, error) {
 	eff := settings.EffectiveNetwork(s)
 	var cl *settings.Cluster
 	if eff.Network != nil && eff.Hash != s.Status.AppliedHash {
 		var err error
 		if cl, err = r.cluster(ctx); err != nil {
-			return eff, nil, err
+			return eff, err
 		}
 	}
 	if errs := settings.ValidateEffective(s, cl); len(errs) > 0 {
@@ -145,9 +144,9 @@ func (r *Controller) judge(ctx context.Context, s *v1beta1.Setting) (settings.Ef
 		}
 		return eff, &stepError{ReasonInvalidValue, fmt.Errorf("the stored value is not applied: admission refuses it "+
 			"(it was stored while migranet's webhook did not see it, or the nodes changed since); %s; fix: %s",
-			inForce, settings.ErrorsMessage(errs))}, nil
+			inForce, settings.ErrorsMessage(errs))}
 	}
-	return eff, nil, nil
+	return eff, nil
 }
 
 // cluster is what the checks that depend on the nodes look at, read from the manager's cache and
