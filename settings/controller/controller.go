@@ -117,10 +117,9 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // judge returns the setting's effective network once it passes the checks admission makes, or an
 // InvalidValue *stepError naming every problem and its fix (any other error: the nodes could not be
-// read). The webhook refuses such values, but a
-// value stored while it did not see them (migranet installed after the value, the webhook taken
-// out of the chain) reaches the controller unjudged: nothing is rendered from it, and the network
-// applied last stays in force.
+// read). The webhook refuses such values, but a value stored while it did not see them (migranet
+// installed after the value, the webhook taken out of the chain) reaches the controller unjudged:
+// nothing is rendered from it, and the network applied last stays in force.
 //
 // The checks of the value itself run always. The checks that depend on the nodes (the cluster
 // network on every eligible node, an address for every eligible node) run only for a value not
