@@ -111,7 +111,8 @@ var _ = Describe("a vm-migration-network value stored behind the webhook's back"
 		}).WithContext(ctx).WithTimeout(3 * time.Second).Should(Succeed())
 		Eventually(settingEvents).WithContext(ctx).WithArguments(start).WithTimeout(framework.Short).Should(
 			ContainElement(HavePrefix(corev1.EventTypeWarning + " " + settingscontroller.ReasonInvalidValue + ": ")))
-		Expect(condition(ctx, v1beta1.ConditionReady)).To(Equal("False/" + netcontroller.ReasonNotApplied))
+		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionReady).
+			WithTimeout(framework.Short).Should(Equal("False/" + netcontroller.ReasonNotApplied))
 
 		By("the node gets the cluster network: the value is applied")
 		node := &corev1.Node{}
