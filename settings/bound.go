@@ -99,6 +99,20 @@ func BoundWarnings(warns []string) []string {
 	return out
 }
 
+// MaxMessage bounds a message that lists problems, such as a condition's: half the 32768 bytes the
+// API allows a condition message, room for MaxCauses problems of a few hundred bytes each.
+const MaxMessage = 16 << 10
+
+// ErrorsMessage lists errs, bounded by BoundErrors, as "field: problem; field: problem", each with
+// its fix as validation words it, the whole cut to MaxMessage.
+func ErrorsMessage(errs field.ErrorList) string {
+	parts := make([]string, 0, len(errs))
+	for _, e := range BoundErrors(errs) {
+		parts = append(parts, e.Error())
+	}
+	return shortenTo(strings.Join(parts, "; "), MaxMessage)
+}
+
 // ShortenMessage cuts a message built from user input to a bounded length.
 func ShortenMessage(s string) string { return shortenTo(s, maxDetail) }
 

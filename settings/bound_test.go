@@ -57,6 +57,58 @@ func TestBoundErrors(t *testing.T) {
 	}
 }
 
+// TestErrorsMessage: the problems as one message for a condition or an event, each with its field,
+// cut to MaxMessage whatever the input (the API refuses condition messages over 32768 bytes).
+// Catches: a problem left out or without its field; the list not bounded by BoundErrors; the
+// whole not cut (20 causes of 2 KiB each are 40 KiB).
+func TestErrorsMessage(t *testing.T) {
+	long := func(n int) field.ErrorList {
+		var errs field.ErrorList
+		for i := range n {
+			errs = append(errs, field.Invalid(field.NewPath("value", "exclude").Index(i), "x", strings.Repeat("d", 3000)))
+		}
+		return errs
+	}
+	tests := []struct {
+		name string
+		in   field.ErrorList
+		want []string // substrings, in order
+	}{
+		{name: "none", in: nil},
+		{name: "two", in: field.ErrorList{
+			field.Invalid(field.NewPath("value", "vlan"), 4095, "must be between 0 and 4094"),
+			field.Required(field.NewPath("value", "range"), "name the range"),
+		}, want: []string{"value.vlan: Invalid value: 4095: must be between 0 and 4094; value.range: Required value: name the range"}},
+		{name: "many long ones", in: long(30), want: []string{"value.exclude[0]: ", "value.exclude[1]: ", "bytes)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ErrorsMessage(tt.in)
+			if len(got) > MaxMessage {
+				t.Errorf("%d bytes, more than %d", len(got), MaxMessage)
+			}
+			rest := got
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("message lacks %q (in order):\n%.300s", w, got)
+				}
+				rest = rest[i+len(w):]
+			}
+			if tt.in == nil && got != "" {
+				t.Errorf("no problems gave %q", got)
+			}
+		})
+	}
+	var many field.ErrorList
+	for i := range 200000 {
+		many = append(many, field.Invalid(field.NewPath("value", "exclude").Index(i), "x", "bad"))
+	}
+	if got := ErrorsMessage(many); !strings.Contains(got, "and 199980 more problems not shown") || len(got) > MaxMessage {
+		t.Errorf("200,000 problems: %d bytes, %.200s…", len(got), got)
+	}
+}
+
 // TestHostileValuesBounded runs the hostile values through ValidateSetting: each answer
 // is a few kilobytes at most, and still names the problem.
 func TestHostileValuesBounded(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // Node labels the migration network depends on.
@@ -27,6 +28,13 @@ type Cluster struct {
 	// NodeSelector is the KubeVirt CR's spec.workloads.nodePlacement.nodeSelector (nil when unset):
 	// virt-handler runs only on nodes carrying all of these labels.
 	NodeSelector map[string]string
+}
+
+// ClusterOf is the Cluster the checks of a vm-migration-network value judge against: nodes, and
+// the node selector of kv, the KubeVirt CR in force (nil: none). The setting webhook and the
+// settings controller both derive it here, so a stored value is judged alike by both.
+func ClusterOf(nodes []*corev1.Node, kv *kubevirtv1.KubeVirt) *Cluster {
+	return &Cluster{Nodes: nodes, NodeSelector: WorkloadsNodeSelector(kv)}
 }
 
 // Eligible reports whether node runs virt-handler and so needs a migration address: it is not a

@@ -1,6 +1,8 @@
 package settings
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -14,7 +16,8 @@ type Effective struct {
 	Network *MigrationNetwork
 	// Hash and NAD are Network's hash and NAD name; "" when Network is nil.
 	Hash, NAD string
-	// Errs are the parse errors under "value" (bounded); none when disabled.
+	// Errs are the parse errors under "value" (bounded); none when disabled. EffectiveNetwork only
+	// parses: ValidateEffective judges the value as admission does.
 	Errs field.ErrorList
 }
 
@@ -40,4 +43,22 @@ func EffectiveOf(m *MigrationNetwork) Effective {
 	}
 	h := m.Hash()
 	return Effective{Network: m, Hash: h, NAD: NADName(h)}
+}
+
+// EffectivePath is the field the effective value comes from: "value", or "default" when value
+// holds nothing but whitespace.
+func EffectivePath(s *v1beta1.Setting) *field.Path {
+	if s != nil && strings.TrimSpace(s.Value) == "" && s.Default != "" {
+		return field.NewPath("default")
+	}
+	return field.NewPath("value")
+}
+
+// ValidateEffective judges s's effective value as admission judges a stored value:
+// ParseAndValidateMigrationNetwork against cl (nil: only the checks of the value itself), errors
+// under EffectivePath, bounded. The empty value (disabled) is valid. The settings controller runs
+// it before applying anything, for values stored while the webhook did not see them.
+func ValidateEffective(s *v1beta1.Setting, cl *Cluster) field.ErrorList {
+	_, errs, _ := ParseAndValidateMigrationNetwork(EffectiveValue(s), cl, EffectivePath(s))
+	return errs
 }

@@ -102,7 +102,9 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 	return warnings, nil
 }
 
-// cluster gathers, from the cache, what the cluster-dependent rules look at.
+// cluster gathers, from the cache, what the cluster-dependent rules look at. The settings
+// controller derives the same Cluster (settings.ClusterOf) to judge a value stored behind the
+// webhook's back.
 func (v *SettingValidator) cluster(ctx context.Context) (*settings.Cluster, error) {
 	nodes, err := v.State.Nodes(ctx)
 	if err != nil {
@@ -112,7 +114,7 @@ func (v *SettingValidator) cluster(ctx context.Context) (*settings.Cluster, erro
 	if err != nil {
 		return nil, fmt.Errorf("reading the cache: %w", err)
 	}
-	return &settings.Cluster{Nodes: nodes.Nodes, NodeSelector: settings.WorkloadsNodeSelector(kv)}, nil
+	return settings.ClusterOf(nodes.Nodes, kv), nil
 }
 
 // migrationsInFlight names the migrations that have not reached Succeeded or Failed.

@@ -63,7 +63,8 @@ type Controller struct {
 	Guard *guard.Params
 }
 
-// SetupWithManager watches the setting, the KubeVirt CR and the NADs migranet manages.
+// SetupWithManager watches the setting, the KubeVirt CR, the NADs migranet manages and the nodes'
+// labels.
 func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	r.Metrics.Init(ControllerName, StepValue, StepNAD, StepKubeVirt, StepCleanup, StepStatus)
 	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -75,6 +76,9 @@ func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1beta1.Setting{}, builder.WithPredicates(named(v1beta1.MigrationNetwork), predicate.GenerationChangedPredicate{})).
 		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, toSetting, builder.WithPredicates(inNamespace, managed)).
+		// A value refused for the nodes is applied once they make it valid (see judge): nodes
+		// joining, leaving, or relabelled; their status is no concern here.
+		Watches(&corev1.Node{}, toSetting, builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
 }
 
@@ -88,12 +92,15 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	eff := settings.EffectiveNetwork(s)
-	errs := eff.Errs
-	r.Metrics.Step(ControllerName, StepValue, errs.ToAggregate())
-	if len(errs) > 0 {
-		// Admission refuses such values; one can only get here by bypassing the webhook.
-		return reconcile.Result{}, r.writeStatus(ctx, s, settings.Effective{}, &stepError{ReasonInvalidValue, errs.ToAggregate()})
+	eff, err := r.judge(ctx, s)
+	r.Metrics.Step(ControllerName, StepValue, err)
+	if invalid := (*stepError)(nil); errors.As(err, &invalid) {
+		// No retry: the watches on the setting, the nodes and the KubeVirt CR bring it back once
+		// the value is fixed or the nodes make it valid.
+		return reconcile.Result{}, r.writeStatus(ctx, s, settings.Effective{}, invalid)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	serr := r.apply(ctx, eff)
 	if err := r.writeStatus(ctx, s, eff, serr); err != nil {
@@ -106,6 +113,57 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, serr
 	}
 	return reconcile.Result{}, nil
+}
+
+// judge returns the setting's effective network once it passes the checks admission makes, or an
+// InvalidValue *stepError naming every problem and its fix (any other error: the nodes could not be
+// read). The webhook refuses such values, but a value stored while it did not see them (migranet
+// installed after the value, the webhook taken out of the chain) reaches the controller unjudged:
+// nothing is rendered from it, and the network applied last stays in force.
+//
+// The checks of the value itself run always. The checks that depend on the nodes (the cluster
+// network on every eligible node, an address for every eligible node) run only for a value not
+// applied yet: the value in force was judged against the nodes when it was applied, and a node
+// that joins since without the cluster network, or a range the nodes outgrow, must not tear down
+// the network every other node uses. The network controller reports such a node (status.nodes,
+// Ready) and admission keeps migrations off it.
+func (r *Controller) judge(ctx context.Context, s *v1beta1.Setting) (settings.Effective, error) {
+	eff := settings.EffectiveNetwork(s)
+	var cl *settings.Cluster
+	if eff.Network != nil && eff.Hash != s.Status.AppliedHash {
+		var err error
+		if cl, err = r.cluster(ctx); err != nil {
+			return eff, err
+		}
+	}
+	if errs := settings.ValidateEffective(s, cl); len(errs) > 0 {
+		inForce := "nothing was applied before: migrations go on over the pod network"
+		if s.Status.AppliedNetwork != "" {
+			inForce = "the network applied before, " + s.Status.AppliedNetwork + " stays in force"
+		}
+		return eff, &stepError{ReasonInvalidValue, fmt.Errorf("the stored value is not applied: admission refuses it "+
+			"(it was stored while migranet's webhook did not see it, or the nodes changed since); %s; fix: %s",
+			inForce, settings.ErrorsMessage(errs))}
+	}
+	return eff, nil
+}
+
+// cluster is what the checks that depend on the nodes look at, read from the manager's cache and
+// derived as the setting webhook derives it (settings.ClusterOf).
+func (r *Controller) cluster(ctx context.Context) (*settings.Cluster, error) {
+	list := &corev1.NodeList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	kv, err := settings.KubeVirtCR(ctx, r.Client, r.KubeVirtNamespace)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+	}
+	return settings.ClusterOf(nodes, kv), nil
 }
 
 // stepError is a failed step of apply, with the condition reason it reports.

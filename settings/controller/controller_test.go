@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,7 +91,7 @@ func (e *controllerEnv) reconcile() (before, after string) {
 func newControllerEnv(t *testing.T, objs ...client.Object) *controllerEnv {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{v1beta1.AddToScheme, kubevirtv1.AddToScheme, nadv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, v1beta1.AddToScheme, kubevirtv1.AddToScheme, nadv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -111,12 +112,19 @@ func newControllerEnv(t *testing.T, objs ...client.Object) *controllerEnv {
 // set stores value in the setting and reconciles it.
 func (e *controllerEnv) set(value string) {
 	e.t.Helper()
+	e.store(func(s *v1beta1.Setting) { s.Value = value })
+}
+
+// store edits the setting as a client bypassing admission would, and reconciles it.
+func (e *controllerEnv) store(edit func(*v1beta1.Setting)) {
+	e.t.Helper()
 	ctx := context.Background()
 	s := &v1beta1.Setting{}
 	if err := e.c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
 		e.t.Fatal(err)
 	}
-	s.Value = value
+	edit(s)
+	value := s.Value
 	if err := e.c.Update(ctx, s); err != nil {
 		e.t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	settingscontroller "github.com/migranet/migranet/settings/controller"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
-	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
 	"github.com/migranet/migranet/test/sim"
 )
@@ -215,33 +214,10 @@ var _ = Describe("the settings and network controllers", func() {
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
 		// The NAD webhook refuses this delete (see the admission specs); take it out of the chain,
-		// as an admin bypassing it would, and put it back afterwards.
-		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(f.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
-		saved := cfg.DeepCopy()
-		var kept []admissionregistrationv1.ValidatingWebhook
-		for _, w := range cfg.Webhooks {
-			if w.Name != "nad.migranet.io" {
-				kept = append(kept, w)
-			}
-		}
-		cfg.Webhooks = kept
-		Expect(f.Client.Update(ctx, cfg)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) {
-			now := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			Expect(f.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, now)).To(Succeed())
-			now.Webhooks = saved.Webhooks
-			Expect(f.Client.Update(ctx, now)).To(Succeed())
-			// The hand edit took the webhook's fields from the manifests' field manager; like an
-			// admin after such an edit, hand them back, or the next plain re-apply conflicts.
-			Expect(f.Reinstall(ctx, "--force-conflicts")).To(Succeed())
-		})
+		// as an admin bypassing it would, until a dry-run delete passes.
 		nad := &nadv1.NetworkAttachmentDefinition{}
 		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: expectedNAD(net24)}, nad)).To(Succeed())
-		// The API server reloads webhook configurations asynchronously: wait until a dry-run
-		// delete passes, i.e. the webhook is out of the chain.
-		Eventually(func() error { return f.Client.Delete(ctx, nad.DeepCopy(), client.DryRunAll) }).
-			WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		bypassWebhook(ctx, "nad.migranet.io", func() error { return f.Client.Delete(ctx, nad.DeepCopy(), client.DryRunAll) })
 		Expect(f.Client.Delete(ctx, nad)).To(Succeed())
 		Eventually(func(g Gomega) {
 			again := &nadv1.NetworkAttachmentDefinition{}
