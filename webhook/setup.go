@@ -28,12 +28,15 @@ type Options struct {
 	// Pods is the pod cache (migrationcheck.NewPodCache) the feasibleTarget rule reads room on the nodes from;
 	// nil leaves room unjudged.
 	Pods *migrationcheck.PodCache
+	// Paths is the probe agents' path health (netcontroller's path observer publishes it); nil
+	// leaves rule pathHealthy nothing to judge.
+	Paths *settings.PathStore
 }
 
 // Setup registers every admission webhook with the manager's webhook server. Admission reads the
 // informer-backed migrationcheck.Informers, started here with the manager's cache.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	state, err := migrationcheck.NewInformers(ctx, mgr.GetCache(), opts.KubeVirtNamespace, opts.Pods, opts.Snapshots)
+	state, err := migrationcheck.NewInformers(ctx, mgr.GetCache(), opts.KubeVirtNamespace, opts.Pods, opts.Snapshots, opts.Paths)
 	if err != nil {
 		return err
 	}
