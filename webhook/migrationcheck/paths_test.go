@@ -185,4 +185,3 @@ func TestTargetNodesPath(t *testing.T) {
 		}
 	}
 }
-

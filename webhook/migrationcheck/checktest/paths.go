@@ -53,7 +53,9 @@ func Joined(d time.Duration) ReportOpt {
 }
 
 // Health is settings.Paths of the reports for PathNet.
-func Health(reports ...*v1beta1.PathReport) *settings.PathHealth { return settings.Paths(PathNet, reports) }
+func Health(reports ...*v1beta1.PathReport) *settings.PathHealth {
+	return settings.Paths(PathNet, reports)
+}
 
 // HealthyPaths is every named node's fresh report, nothing failing.
 func HealthyPaths(nodes ...string) *settings.PathHealth {
