@@ -36,9 +36,16 @@ type Options struct {
 // Setup registers every admission webhook with the manager's webhook server. Admission reads the
 // informer-backed migrationcheck.Informers, started here with the manager's cache.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	_, err := SetupState(ctx, mgr, opts)
+	return err
+}
+
+// SetupState is Setup returning the admission state it started (make bench serves it again with
+// other path health).
+func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migrationcheck.Informers, error) {
 	state, err := migrationcheck.NewInformers(ctx, mgr.GetCache(), opts.KubeVirtNamespace, opts.Pods, opts.Snapshots, opts.Paths)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cache := mgr.GetCache()
 	hooks := []struct {
@@ -52,8 +59,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	for _, h := range hooks {
 		if err := ctrl.NewWebhookManagedBy(mgr).For(h.obj).WithValidator(h.validator).Complete(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return state, nil
 }

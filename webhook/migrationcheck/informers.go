@@ -96,6 +96,14 @@ func (s *Informers) Pods(context.Context) (PodView, error) { return s.pods, nil 
 // Network implements State.
 func (s *Informers) Network() *settings.Snapshot { return s.network.Load() }
 
+// WithPaths returns s reading path health from paths instead: the same informers and derived
+// state, shared (make bench serves the hard case with and without probe results from one cache).
+func (s *Informers) WithPaths(paths *settings.PathStore) *Informers {
+	c := *s
+	c.paths = paths
+	return &c
+}
+
 // Paths implements State: the health the path observer last published (PathStore is nil-safe).
 func (s *Informers) Paths(context.Context) *settings.PathHealth { return s.paths.Load() }
 

@@ -185,3 +185,34 @@ func TestTargetNodesPath(t *testing.T) {
 		}
 	}
 }
+
+// worstCasePaths is worstCase with probe results for its 1,000 nodes: every one fresh, and a few
+// failing pairs, none of them the source's.
+func worstCasePaths() CreateInput {
+	in := worstCase()
+	reports := make([]*v1beta1.PathReport, len(in.Nodes))
+	for i, n := range in.Nodes {
+		reports[i] = report(n.Name)
+	}
+	reports[100].Failing = []v1beta1.PeerPath{{Node: "node-0200", Reason: v1beta1.PathMTU, Largest: 1500}}
+	reports[300].Failing = []v1beta1.PeerPath{{Node: "node-0400", Reason: v1beta1.PathUnreachable}}
+	reports[999].Failing = []v1beta1.PeerPath{{Node: "node-0500", Reason: v1beta1.PathOneWay}}
+	in.Paths, in.Now = health(reports...), checktest.Now
+	return in
+}
+
+// BenchmarkEvaluateCreateWorstCasePaths is BenchmarkEvaluateCreateWorstCase judged with probe
+// results for every node (all verified, a few failing pairs elsewhere): the paths must cost next to
+// nothing and no allocation.
+func BenchmarkEvaluateCreateWorstCasePaths(b *testing.B) {
+	in := worstCasePaths()
+	if got := EvaluateCreate(in); len(got) != 0 || !in.feasible().pathsOn {
+		b.Fatalf("got %+v, want admitted with the paths judged", got)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := EvaluateCreate(in); len(got) != 0 {
+			b.Fatalf("got %+v, want admitted", got)
+		}
+	}
+}
