@@ -8,5 +8,6 @@ package netcontroller
 // +kubebuilder:rbac:groups=whereabouts.cni.cncf.io,resources=ippools,verbs=get;list;update;delete,namespace=kube-system
 // +kubebuilder:rbac:groups=whereabouts.cni.cncf.io,resources=overlappingrangeipreservations,verbs=list;delete,namespace=kube-system
 // +kubebuilder:rbac:groups=migranet.io,resources=settings/status,verbs=patch
+// +kubebuilder:rbac:groups=migranet.io,resources=pathreports,verbs=list;watch
 // The guard's offender scan lists every pod (metadata, paged) and VMI in the cluster.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list

@@ -10,6 +10,7 @@ const (
 	RuleKubeVirtReady  Rule = "kubevirtReady"
 	RuleNetworkReady   Rule = "networkReady"
 	RuleFeasibleTarget Rule = "feasibleTarget"
+	RulePathHealthy    Rule = "pathHealthy"
 	RuleVMIState       Rule = "vmiState"
 	RulePostCopyCancel Rule = "postCopyCancel"
 )
@@ -51,6 +52,8 @@ var registry = [...]RuleSpec{
 		"a configured migration network is applied and observed, and the source node's virt-handler is on it (nodes not on it are only dropped from the targets)"},
 	{RuleFeasibleTarget, ModeEnforce, true, OnCreate,
 		"some node other than the VMI's own can take its target pod as the scheduler judges it, carries the cluster network and has its virt-handler on the migration network"},
+	{RulePathHealthy, ModeEnforce, true, OnCreate,
+		"some otherwise feasible target has no failing migration path from the source node in the probe agents' fresh results (targets never probed, or whose results are stale, are admitted with a warning)"},
 	{RuleVMIState, ModeEnforce, false, OnCreate,
 		"the VMI exists and has no other migration in flight"},
 	{RulePostCopyCancel, ModeEnforce, false, OnCancel,

@@ -28,14 +28,24 @@ type Options struct {
 	// Pods is the pod cache (migrationcheck.NewPodCache) the feasibleTarget rule reads room on the nodes from;
 	// nil leaves room unjudged.
 	Pods *migrationcheck.PodCache
+	// Paths is the probe agents' path health (netcontroller's path observer publishes it); nil
+	// leaves rule pathHealthy nothing to judge.
+	Paths *settings.PathStore
 }
 
 // Setup registers every admission webhook with the manager's webhook server. Admission reads the
 // informer-backed migrationcheck.Informers, started here with the manager's cache.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	state, err := migrationcheck.NewInformers(ctx, mgr.GetCache(), opts.KubeVirtNamespace, opts.Pods, opts.Snapshots)
+	_, err := SetupState(ctx, mgr, opts)
+	return err
+}
+
+// SetupState is Setup returning the admission state it started (make bench serves it again with
+// other path health).
+func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migrationcheck.Informers, error) {
+	state, err := migrationcheck.NewInformers(ctx, mgr.GetCache(), opts.KubeVirtNamespace, opts.Pods, opts.Snapshots, opts.Paths)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cache := mgr.GetCache()
 	hooks := []struct {
@@ -49,8 +59,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	for _, h := range hooks {
 		if err := ctrl.NewWebhookManagedBy(mgr).For(h.obj).WithValidator(h.validator).Complete(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return state, nil
 }

@@ -240,6 +240,11 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err := observer.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network observer: %w", err)
 	}
+	// The probe agents' path health, for rule pathHealthy (netcontroller/pathobserver.go).
+	paths := &settings.PathStore{}
+	if err := (&netcontroller.PathObserver{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Paths: paths}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the path observer: %w", err)
+	}
 	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerNetwork),
 		KubeVirtNamespace: f.kubevirtNamespace,
 		APIReader:         mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
@@ -254,7 +259,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err != nil {
 		return err
 	}
-	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Pods: pods,
+	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Pods: pods, Paths: paths,
 		Metrics: webhookMetrics, Recorder: mgr.GetEventRecorderFor("migranet-webhook")}); err != nil {
 		return fmt.Errorf("setting up webhooks: %w", err)
 	}

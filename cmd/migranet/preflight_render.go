@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/migranet/migranet/cmd/migranet/status"
@@ -41,13 +42,21 @@ func (r preflightReport) print(w io.Writer, format string) error {
 	}
 	if r.Nodes != nil {
 		fmt.Fprintln(tw, "\t\t")
-		fmt.Fprintln(tw, "NODE\tTARGET\tWHY NOT")
+		paths := slices.ContainsFunc(r.Nodes, func(n migrationcheck.NodeVerdict) bool { return n.Path != "" })
+		if paths {
+			fmt.Fprintln(tw, "NODE\tTARGET\tWHY NOT / PATH FROM THE SOURCE")
+		} else {
+			fmt.Fprintln(tw, "NODE\tTARGET\tWHY NOT")
+		}
 		for _, n := range r.Nodes {
-			target := "no"
+			target, why := "no", n.Reason
 			if n.Fits {
 				target = "yes"
+				if paths {
+					why = "path " + n.Path
+				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Node, target, n.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Node, target, why)
 		}
 	}
 	return tw.Flush()

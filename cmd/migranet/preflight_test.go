@@ -68,4 +68,21 @@ func TestPreflightTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
+	if strings.Contains(b.String(), "PATH") {
+		t.Errorf("a path column without path verdicts:\n%s", b.String())
+	}
+
+	// With the paths judged, each target's verdict.
+	r.Nodes = []migrationcheck.NodeVerdict{{Node: "node-1", Reason: "is its source node node-1"}, {Node: "node-2", Fits: true, Path: "verified"},
+		{Node: "node-3", Fits: true, Path: "failing: 9000-byte frames from node-1 to node-3 do not arrive"}, {Node: "node-4", Fits: true, Path: "unverified: node-4's probe results are stale"}}
+	b.Reset()
+	if err := r.print(&b, "table"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NODE            TARGET   WHY NOT / PATH FROM THE SOURCE", "node-1          no       is its source node node-1", "node-2          yes      path verified",
+		"node-3          yes      path failing: 9000-byte frames from node-1 to node-3 do not arrive", "node-4          yes      path unverified: node-4's probe results are stale"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
 }

@@ -77,8 +77,8 @@ func benchAdmission() ([]string, error) {
 		return nil, err
 	}
 	vmimURL := url + "/validate-kubevirt-io-v1-virtualmachineinstancemigration"
-	names := []string{"no-op", "easy", "hard"}
-	lc, err := startClient(ctx, caFile, []string{url + noopPath, hard, vmimURL, easy, vmimURL, hard})
+	names := []string{"no-op", "easy", "hard", "hard+paths"}
+	lc, err := startClient(ctx, caFile, []string{url + noopPath, hard, vmimURL, easy, vmimURL, hard, url + pathsPath, hard})
 	if err != nil {
 		return nil, err
 	}
@@ -111,14 +111,19 @@ func benchAdmission() ([]string, error) {
 	for k := 1; k < len(names); k++ {
 		s := stats[k].summary()
 		ratio := pairedRatio(stats[k].rps, stats[0].rps)
+		goalRatio, goalP99, with := 0.9, 5*time.Millisecond, ""
+		if names[k] == "hard+paths" {
+			goalRatio, goalP99 = 0.95, 2*time.Millisecond
+			with = fmt.Sprintf(" + probe results of all %d nodes (all fresh, 3 failing pairs elsewhere)", admNodes)
+		}
 		verdict := "meets"
-		if ratio < 0.9 || s.p99 > 5*time.Millisecond {
+		if ratio < goalRatio || s.p99 > goalP99 {
 			verdict = "MISSES"
 		}
-		lines = append(lines, fmt.Sprintf("bench admission %s: %d nodes + %d VMIs + %d VMIMs cached, network Ready, %d rounds of %d reviews x %d workers "+
-			"over HTTPS keep-alive (3 creates : 1 cancel): %s; ratio %.2f of the no-op ceiling (median of %d paired rounds; goal >= 0.9), "+
-			"CPU per review %.2fx the no-op's, p99 goal <= 5 ms: %s",
-			names[k], admNodes, admVMIs, admVMIs, admRounds, admBlock, admWorkers, s, ratio, admRounds, float64(s.cpu)/float64(ceiling.cpu), verdict))
+		lines = append(lines, fmt.Sprintf("bench admission %s: %d nodes + %d VMIs + %d VMIMs cached, network Ready%s, %d rounds of %d reviews x %d workers "+
+			"over HTTPS keep-alive (3 creates : 1 cancel): %s; ratio %.2f of the no-op ceiling (median of %d paired rounds; goal >= %.2f), "+
+			"CPU per review %.2fx the no-op's, p99 goal <= %s: %s",
+			names[k], admNodes, admVMIs, admVMIs, with, admRounds, admBlock, admWorkers, s, ratio, admRounds, goalRatio, float64(s.cpu)/float64(ceiling.cpu), goalP99, verdict))
 	}
 	return lines, nil
 }

@@ -268,7 +268,16 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: settings.NewStore(snap), Pods: pods}); err != nil {
+	state, err := webhook.SetupState(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: settings.NewStore(snap), Pods: pods})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	// The hard case with the probe agents' results: the same validator over the same informer
+	// state, reading a PathStore that holds every node's fresh report.
+	paths := &settings.PathStore{}
+	paths.Publish(benchPaths(snap.Network, time.Now()))
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&kubevirtv1.VirtualMachineInstanceMigration{}).
+		WithValidator(&webhook.MigrationValidator{State: state.WithPaths(paths)}).WithValidatorCustomPath(pathsPath).Complete(); err != nil {
 		return "", nil, nil, err
 	}
 	// The ceiling: a validator for the same kind that admits everything, registered and served
@@ -344,8 +353,32 @@ func reviewBody(op admissionv1.Operation, vmim *kubevirtv1.VirtualMachineInstanc
 	return json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
 }
 
-// noopPath serves noopValidator.
-const noopPath = "/noop"
+// noopPath serves noopValidator; pathsPath migranet's VMIM validator judging the probe results of
+// benchPaths.
+const (
+	noopPath  = "/noop"
+	pathsPath = "/validate-paths"
+)
+
+// benchPaths is the probe agents' results of nad as every node's agent would report them at now:
+// each fresh (a round just completed, a long interval so that they stay fresh through the run),
+// and three failing pairs, none of them the hard source's.
+func benchPaths(nad string, now time.Time) *settings.PathHealth {
+	network := settings.PathNetwork(cluster.KubeVirtNamespace, nad)
+	failing := map[int]v1beta1.PeerPath{100: {Node: "n0200", Reason: v1beta1.PathMTU, Largest: 1500},
+		300: {Node: "n0400", Reason: v1beta1.PathUnreachable}, 500: {Node: "n0600", Reason: v1beta1.PathOneWay}}
+	reports := make([]*v1beta1.PathReport, admNodes)
+	for i := range reports {
+		r := &v1beta1.PathReport{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%04d", i)}, Network: network, MTU: 9000,
+			IntervalSeconds: 3600, Since: metav1.NewMicroTime(now.Add(-time.Hour)),
+			LastRound: &v1beta1.ProbeRound{Started: metav1.NewMicroTime(now.Add(-time.Second)), Completed: metav1.NewMicroTime(now), Peers: admNodes - 1}}
+		if f, ok := failing[i]; ok {
+			r.Failing, r.LastRound.Failing = []v1beta1.PeerPath{f}, 1
+		}
+		reports[i] = r
+	}
+	return settings.Paths(network, reports)
+}
 
 // noopValidator admits everything.
 type noopValidator struct{}

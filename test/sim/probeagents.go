@@ -49,6 +49,7 @@ type ProbeAgents struct {
 
 	mu    sync.Mutex
 	procs map[types.UID]*agentProc
+	held  map[string]bool // nodes whose agent is kept down (Hold)
 }
 
 type agentProc struct {
@@ -60,6 +61,7 @@ type agentProc struct {
 // SetupWithManager registers the stand-in; every process is killed when the manager stops.
 func (a *ProbeAgents) SetupWithManager(mgr ctrl.Manager) error {
 	a.procs = map[types.UID]*agentProc{}
+	a.held = map[string]bool{}
 	if err := mgr.Add(ctrlRunnable(func(ctx context.Context) error {
 		<-ctx.Done()
 		a.mu.Lock()
@@ -97,6 +99,9 @@ func (a *ProbeAgents) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	}
 	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
 		return reconcile.Result{}, nil
+	}
+	if a.held[pod.Spec.NodeName] {
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	if p := a.procs[pod.UID]; p != nil && !p.exited() {
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil // looks again: a crashed process is restarted
@@ -192,6 +197,23 @@ func (a *ProbeAgents) Kill(node string) bool {
 		}
 	}
 	return false
+}
+
+// Hold keeps the agent on node down (held true: killed, not restarted) or lets it run again, as
+// a container that keeps crashing and one that recovers. Its pod stays as kwok keeps it.
+func (a *ProbeAgents) Hold(node string, held bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.held[node] = held
+	if !held {
+		return
+	}
+	for uid, p := range a.procs {
+		if p.node == node {
+			p.kill()
+			delete(a.procs, uid)
+		}
+	}
 }
 
 func (p *agentProc) exited() bool {

@@ -102,3 +102,21 @@ func (a *APIState) Pods(ctx context.Context) (PodView, error) {
 
 // Network implements State.
 func (a *APIState) Network() *settings.Snapshot { return a.Snapshot }
+
+// Paths implements State: the PathReports listed from the API server, judged for the NAD the
+// Snapshot names (in KubeVirtNamespace, as the agents name it: namespace/name). Reports that
+// cannot be read (no CRD, no permission) are no health data: nil.
+func (a *APIState) Paths(ctx context.Context) *settings.PathHealth {
+	if a.Snapshot == nil || a.Snapshot.Network == "" {
+		return nil
+	}
+	list := &v1beta1.PathReportList{}
+	if err := a.Reader.List(ctx, list); err != nil {
+		return nil
+	}
+	reports := make([]*v1beta1.PathReport, len(list.Items))
+	for i := range list.Items {
+		reports[i] = &list.Items[i]
+	}
+	return settings.Paths(settings.PathNetwork(a.KubeVirtNamespace, a.Snapshot.Network), reports)
+}

@@ -23,19 +23,21 @@ type Informers struct {
 	settings *informed[SettingsView]
 	pods     PodView
 	network  *settings.Store
+	paths    *settings.PathStore
 }
 
 // NewInformers starts, with the manager's cache c, the informers admission reads and derives its
 // State from them. pods is the pod cache the feasibleTarget rule reads room from (nil: room is
-// not judged); network is the network controller's readiness store.
-func NewInformers(ctx context.Context, c cache.Cache, kubevirtNamespace string, pods *PodCache, network *settings.Store) (*Informers, error) {
+// not judged); network is the network controller's readiness store; paths the probe agents' path
+// health (nil: paths are not judged).
+func NewInformers(ctx context.Context, c cache.Cache, kubevirtNamespace string, pods *PodCache, network *settings.Store, paths *settings.PathStore) (*Informers, error) {
 	// Start the informers admission reads with the manager, not on the first request.
 	for _, obj := range []client.Object{&kubevirtv1.VirtualMachineInstance{}, &corev1.Node{}, &kubevirtv1.KubeVirt{}, &v1beta1.Setting{}} {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return nil, err
 		}
 	}
-	st := &Informers{network: network}
+	st := &Informers{network: network, paths: paths}
 	var err error
 	if st.nodes, err = newNodeSnapshot(ctx, c, pods); err != nil {
 		return nil, err
@@ -93,6 +95,17 @@ func (s *Informers) Pods(context.Context) (PodView, error) { return s.pods, nil 
 
 // Network implements State.
 func (s *Informers) Network() *settings.Snapshot { return s.network.Load() }
+
+// WithPaths returns s reading path health from paths instead: the same informers and derived
+// state, shared (make bench serves the hard case with and without probe results from one cache).
+func (s *Informers) WithPaths(paths *settings.PathStore) *Informers {
+	c := *s
+	c.paths = paths
+	return &c
+}
+
+// Paths implements State: the health the path observer last published (PathStore is nil-safe).
+func (s *Informers) Paths(context.Context) *settings.PathHealth { return s.paths.Load() }
 
 // readSettings derives the settings view from r, reading both settings (absent: nil).
 func readSettings(ctx context.Context, r client.Reader) (*SettingsView, error) {

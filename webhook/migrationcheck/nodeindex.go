@@ -33,6 +33,8 @@ type nodeIndex struct {
 	pods  *PodCache
 	cells []*usageCell
 	rooms []atomic.Uint32
+	// paths is the path index of the latest PathHealth a review judged on these nodes.
+	paths atomic.Pointer[pathIndex]
 }
 
 // bindPods makes ix read the nodes' usage from their cells in pods.
@@ -107,11 +109,20 @@ func lookupOrMake[K comparable](m map[K][]uint64, k K, words int) []uint64 {
 // maxStackWords: up to 64 × this many nodes, the bit sets of a request live on the stack.
 const maxStackWords = 32
 
-// anyFeasible reports whether a node can take t's target pod. The bit sets narrow the nodes by
-// every check they can express exactly; each node left is confirmed with t.confirm (room, the
-// VMI's other pods, and the affinity when the sets cannot express it). TestNodeIndexAgreesWithTheWalk
-// holds it to t.judge over every node.
+// anyFeasible reports whether a node can take t's target pod (search without its findings).
 func (ix *nodeIndex) anyFeasible(t *target) bool {
+	var f pathFindings
+	return ix.search(t, &f)
+}
+
+// search reports whether a node can take t's target pod. The bit sets narrow the nodes by every
+// check they can express exactly; each node left is confirmed with t.confirm (room, the VMI's
+// other pods, and the affinity when the sets cannot express it). With t.paths on, the nodes whose
+// path from the source fails are dropped as the not attached ones are; when no other node is
+// left, those that are feasible but for their path are recorded in f (and count as feasible: the
+// denial is pathHealthy's), and when one is left, the feasible nodes whose path is unverified.
+// TestNodeIndexAgreesWithTheWalk holds it to t.judge over every node.
+func (ix *nodeIndex) search(t *target, f *pathFindings) bool {
 	var buf, tmp [maxStackWords]uint64
 	acc, scratch := buf[:0], tmp[:0]
 	if len(ix.base) > maxStackWords {
@@ -167,16 +178,44 @@ func (ix *nodeIndex) anyFeasible(t *target) bool {
 			acc[i/64] &^= 1 << (i % 64)
 		}
 	}
+	var dropBuf [4]int
+	dropped := dropBuf[:0] // candidates behind a failing path
+	for _, name := range t.paths.broken {
+		if i, ok := ix.byName[name]; ok && acc[i/64]&(1<<(i%64)) != 0 {
+			acc[i/64] &^= 1 << (i % 64)
+			dropped = append(dropped, i)
+		}
+	}
+	found := -1
+search:
 	for w, word := range acc {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
 			if i := w*64 + b; t.confirm(ix, i, affinityDone) {
-				return true
+				found = i
+				break search
 			}
 			word &^= 1 << b
 		}
 	}
-	return false
+	if !t.paths.on {
+		return found >= 0
+	}
+	if found < 0 {
+		for _, i := range dropped {
+			if t.confirm(ix, i, affinityDone) {
+				f.failing.add(i)
+			}
+		}
+		return f.failing.n > 0
+	}
+	f.anyTarget = found
+	if !t.paths.sourceFresh {
+		f.sourceUnusable = true
+		return true
+	}
+	ix.pathsOf(t.paths.h).unverifiedTargets(ix, t, acc, affinityDone, f)
+	return true
 }
 
 // affinity writes into out the nodes matching any of terms (the scheduler's required node

@@ -5,20 +5,25 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
 )
 
 // TestNodeIndexAgreesWithTheWalk judges random clusters and migrations twice, with and without the
 // node index, and expects the same answer every time (admission or the very same refusal): random
-// labels, cordons, taints and tolerations, required node affinity of every operator, and pods
-// filling the nodes. Fault caught: a bit set that drops a node the walk would accept (a NotIn
-// that excludes nodes without the key, a taint the VMI tolerates) or keeps one it rejects, or a
-// usage cell read for the wrong node.
+// labels, cordons, taints and tolerations, required node affinity of every operator, pods filling
+// the nodes, and probe results with failing, stale, missing and not yet probed paths. Fault
+// caught: a bit set that drops a node the walk would accept (a NotIn that excludes nodes without
+// the key, a taint the VMI tolerates) or keeps one it rejects, a usage cell read for the wrong
+// node, or a path index that misses an unverified target (a stale node, one not probed yet) or
+// names another.
 func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 14))
 	pick := func(p int) bool { return rng.IntN(100) < p }
@@ -31,6 +36,7 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		return map[string]string{k: v}
 	}
 	feasible := 0
+	pathCases := map[[3]bool]int{}
 	for iter := range 3000 {
 		n := 1 + rng.IntN(150) // up to three 64-bit words
 		nodes := make([]*corev1.Node, n)
@@ -125,16 +131,26 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 				}
 			}
 		}
-		_, want, _ := infeasible(&in)
+		if pick(50) {
+			in.Paths, in.Now = randomPaths(rng, n, source), checktest.Now
+		}
+		wantF := search(&in)
+		want := wantF.msg
 		in.index = newNodeIndex(nodes)
 		if list, ok := in.Pods.(PodList); ok && pick(50) { // the index reads usage from the pod cache's cells
 			pc := podCacheOf(list...)
 			in.Pods = pc
 			in.index.bindPods(pc)
 		}
-		_, got, _ := infeasible(&in)
-		if got != want {
+		gotF := search(&in)
+		if got := gotF.msg; got != want {
 			t.Fatalf("iteration %d: with the index %q, walking the nodes %q", iter, got, want)
+		}
+		if gotF.paths != wantF.paths {
+			t.Fatalf("iteration %d: paths with the index %+v, walking the nodes %+v", iter, gotF.paths, wantF.paths)
+		}
+		if wantF.pathsOn {
+			pathCases[[3]bool{wantF.paths.failing.n > 0, wantF.paths.unverified.n > 0, wantF.paths.sourceUnusable}]++
 		}
 		// The walk backs up an index that finds nothing, so compare the index alone too: a node
 		// it drops wrongly only costs time above, here it fails.
@@ -157,6 +173,47 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 	if feasible < 300 || feasible > 2700 {
 		t.Errorf("%d of 3000 random migrations were feasible: the generator does not exercise both answers", feasible)
 	}
+	for _, c := range [][3]bool{{}, {true, false, false}, {false, true, false}, {false, false, true}} {
+		if pathCases[c] < 20 {
+			t.Errorf("path findings (failing, unverified, source unusable) = %v in %d migrations only: %v", c, pathCases[c], pathCases)
+		}
+	}
+}
+
+// randomPaths is probe results for nodes node-0 … node-(n-1) and one outside them (node-n, a
+// source the list lacks): most fresh, some missing, stale, unable to probe or not probed yet,
+// and failing paths between random nodes, and at times from the source to most of them.
+func randomPaths(rng *rand.Rand, n int, source string) *settings.PathHealth {
+	pick := func(p int) bool { return rng.IntN(100) < p }
+	var reports []*v1beta1.PathReport
+	for i := range n + 1 {
+		var opts []checktest.ReportOpt
+		switch {
+		case pick(4):
+			continue // never reported
+		case pick(4):
+			opts = append(opts, checktest.Stale)
+		case pick(3):
+			opts = append(opts, checktest.Problem(v1beta1.ProbeNoInterface, "no migration0"))
+		case pick(4):
+			opts = append(opts, checktest.Joined(time.Duration(1+rng.IntN(60))*time.Second))
+		}
+		for range rng.IntN(3) {
+			if pick(40) {
+				opts = append(opts, checktest.Failing(fmt.Sprintf("node-%d", rng.IntN(n+1)), []string{v1beta1.PathMTU, v1beta1.PathOneWay, v1beta1.PathUnreachable}[rng.IntN(3)], 1500))
+			}
+		}
+		name := fmt.Sprintf("node-%d", i)
+		if name == source && pick(40) {
+			for j := range n {
+				if pick(80) {
+					opts = append(opts, checktest.Failing(fmt.Sprintf("node-%d", j), v1beta1.PathMTU, 1500))
+				}
+			}
+		}
+		reports = append(reports, checktest.PathReport(name, opts...))
+	}
+	return checktest.Health(reports...)
 }
 
 var (

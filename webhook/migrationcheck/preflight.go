@@ -16,7 +16,7 @@ const (
 	VerdictFail    = "fail"    // violated, enforced: refused
 	VerdictOff     = "off"     // the migration-policy turns the rule off
 	VerdictExempt  = "exempt"  // the user is in exemptUsers and the rule is exemptable
-	VerdictSkipped = "skipped" // not judged: feasibleTarget without a VMI
+	VerdictSkipped = "skipped" // not judged: feasibleTarget and pathHealthy without a VMI
 )
 
 // RuleVerdict is one create rule's verdict for a would-be migration.
@@ -34,6 +34,10 @@ type NodeVerdict struct {
 	Node   string `json:"node"`
 	Fits   bool   `json:"fits"`
 	Reason string `json:"reason,omitempty"`
+	// Path is, for a node that fits, its migration path from the source as rule pathHealthy
+	// judges it: "verified", "unverified: <why>" or "failing: <what failed>"; "" when paths are
+	// not judged (the rule off, no migration network, no probe results).
+	Path string `json:"path,omitempty"`
 }
 
 // PreflightResult is what the webhook would answer to a VMIM create, with every rule's verdict
@@ -81,7 +85,7 @@ func ruleVerdicts(in *CreateInput, ds []Decision) []RuleVerdict {
 			rv.Verdict = VerdictOff
 		case in.Policy.ModeFor(r, in.User) == settings.ModeOff:
 			rv.Verdict = VerdictExempt
-		case r == settings.RuleFeasibleTarget && in.VMI == nil:
+		case (r == settings.RuleFeasibleTarget || r == settings.RulePathHealthy) && in.VMI == nil:
 			rv.Verdict = VerdictSkipped
 		}
 		for _, d := range ds {
@@ -111,7 +115,7 @@ func TargetNodes(in *CreateInput) []NodeVerdict {
 		if conflict != "" {
 			nv.Reason = "spec.addedNodeSelector conflicts with the VMI's nodeSelector"
 		} else if v := t.judge(n); v.stage == numStages {
-			nv.Fits = true
+			nv.Fits, nv.Path = true, t.pathVerdict(n.Name)
 		} else {
 			g := group{v: v, count: 1}
 			nv.Reason = strings.TrimPrefix(t.reason(&g), "1 ")

@@ -33,11 +33,11 @@ func TestRuleVerdicts(t *testing.T) {
 		in   CreateInput
 		want map[settings.Rule]string
 	}{
-		{"all pass", baseCreate(), map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictPass, vmiRule: VerdictPass}},
-		{"pinned", pinned, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictFail, vmiRule: VerdictPass}},
-		{"warn and off", warnAll, map[settings.Rule]string{kvRule: VerdictOff, netRule: VerdictPass, tgtRule: VerdictWarn, vmiRule: VerdictPass}},
-		{"exempt", exempt, map[settings.Rule]string{kvRule: VerdictExempt, netRule: VerdictExempt, tgtRule: VerdictExempt, vmiRule: VerdictPass}},
-		{"missing VMI", missing, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictSkipped, vmiRule: VerdictFail}},
+		{"all pass", baseCreate(), map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictPass, pathRule: VerdictPass, vmiRule: VerdictPass}},
+		{"pinned", pinned, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictFail, pathRule: VerdictPass, vmiRule: VerdictPass}},
+		{"warn and off", warnAll, map[settings.Rule]string{kvRule: VerdictOff, netRule: VerdictPass, tgtRule: VerdictWarn, pathRule: VerdictPass, vmiRule: VerdictPass}},
+		{"exempt", exempt, map[settings.Rule]string{kvRule: VerdictExempt, netRule: VerdictExempt, tgtRule: VerdictExempt, pathRule: VerdictExempt, vmiRule: VerdictPass}},
+		{"missing VMI", missing, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictSkipped, pathRule: VerdictSkipped, vmiRule: VerdictFail}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := EvaluateCreate(tc.in)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -64,8 +65,15 @@ type CreateInput struct {
 	Pods PodView
 	// User is the admission request's username.
 	User string
+	// Paths is the probe agents' path health of the network in force; nil when none is known
+	// (rule pathHealthy then has nothing to say). Now is the time its results are judged at (the
+	// zero time: when judged).
+	Paths *settings.PathHealth
+	Now   time.Time
 	// index, when set, is the index of Nodes: a feasible target is then found without walking them.
 	index *nodeIndex
+	// feas is the target search, run once per evaluation for feasibleTarget and pathHealthy.
+	feas feasibility
 }
 
 // EvaluateCreate judges a VMIM create against every create rule of the registry
@@ -75,6 +83,7 @@ func EvaluateCreate(in CreateInput) []Decision {
 	if in.VMIM == nil {
 		return nil
 	}
+	in.feas = feasibility{} // searched afresh for this evaluation
 	var out []Decision
 	for _, r := range settings.RulesOn(settings.OnCreate) {
 		m := in.Policy.ModeFor(r, in.User)
@@ -110,6 +119,8 @@ func checkCreate(r settings.Rule, in *CreateInput) (f finding, ok bool) {
 		return checkNetworkReady(in), true
 	case settings.RuleFeasibleTarget:
 		return checkFeasibleTarget(in), true
+	case settings.RulePathHealthy:
+		return checkPathHealthy(in), true
 	case settings.RuleVMIState:
 		return checkVMIState(in), true
 	}
@@ -142,13 +153,13 @@ func checkFeasibleTarget(in *CreateInput) finding {
 	if in.VMI == nil {
 		return finding{}
 	}
-	fld, msg, notEvaluated := infeasible(in)
-	if msg != "" {
-		return finding{field: fld, message: msg}
+	f := in.feasible()
+	if f.msg != "" {
+		return finding{field: f.fld, message: f.msg}
 	}
-	if len(notEvaluated) > 0 {
+	if len(f.notEvaluated) > 0 {
 		return finding{field: fieldVMIName, warnOnly: true,
-			message: "admitted without evaluating " + strings.Join(notEvaluated, ", ") + " of the target pod; if it stays Pending, kubectl describe pod -l kubevirt.io/migrationJobUID=<uid> says why"}
+			message: "admitted without evaluating " + strings.Join(f.notEvaluated, ", ") + " of the target pod; if it stays Pending, kubectl describe pod -l kubevirt.io/migrationJobUID=<uid> says why"}
 	}
 	return finding{}
 }

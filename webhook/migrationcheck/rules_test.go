@@ -107,10 +107,11 @@ func allModes(m settings.Mode) map[settings.Rule]settings.Mode {
 }
 
 const (
-	kvRule  = settings.RuleKubeVirtReady
-	netRule = settings.RuleNetworkReady
-	tgtRule = settings.RuleFeasibleTarget
-	vmiRule = settings.RuleVMIState
+	kvRule   = settings.RuleKubeVirtReady
+	netRule  = settings.RuleNetworkReady
+	tgtRule  = settings.RuleFeasibleTarget
+	pathRule = settings.RulePathHealthy
+	vmiRule  = settings.RuleVMIState
 )
 
 func TestEvaluateCreate(t *testing.T) {

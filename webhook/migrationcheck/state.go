@@ -2,6 +2,7 @@ package migrationcheck
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -32,6 +33,10 @@ type State interface {
 	// Network returns the network controller's readiness snapshot, nil before its first
 	// observation.
 	Network() *settings.Snapshot
+	// Paths returns the probe agents' path health of the migration network in force, nil when
+	// none is known (no agent reported, or it could not be read): missing health data never
+	// refuses a migration.
+	Paths(ctx context.Context) *settings.PathHealth
 }
 
 // SettingsView is what admission reads of the two settings.
@@ -64,7 +69,7 @@ type NodeSet struct {
 
 // GatherCreate builds, from st, everything the create rules look at for vmim requested by user.
 func GatherCreate(ctx context.Context, st State, vmim *kubevirtv1.VirtualMachineInstanceMigration, user string) (*CreateInput, error) {
-	in := &CreateInput{VMIM: vmim, User: user, Network: st.Network()}
+	in := &CreateInput{VMIM: vmim, User: user, Network: st.Network(), Paths: st.Paths(ctx), Now: time.Now()}
 	var err error
 	if in.VMI, err = st.VMI(ctx, vmim.Namespace, vmim.Spec.VMIName); err != nil {
 		return nil, err

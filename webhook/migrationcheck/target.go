@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -69,6 +70,9 @@ type target struct {
 	// a migration to one of them could not use the migration network.
 	notAttached map[string]string
 	network     string // the NAD they are not on
+	// paths is what rule pathHealthy judges; off unless the rule is on and probe results of the
+	// network are known.
+	paths pathCheck
 }
 
 // newTarget derives the target pod of in (whose VMI is set), or returns the message of a conflict
@@ -125,6 +129,7 @@ func newTarget(in *CreateInput) (*target, string) {
 		t.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + t.clusterNetwork
 		t.notAttached, t.network = in.Network.NotAttached, in.Network.Network
 	}
+	t.newPathCheck(in)
 	return t, ""
 }
 
@@ -329,27 +334,84 @@ func (g *group) same(v nodeVerdict) bool {
 	return true
 }
 
+// feasibility is the target search's outcome, shared by feasibleTarget and pathHealthy.
+type feasibility struct {
+	done bool
+	// fld and msg are feasibleTarget's denial, "" when some node is otherwise feasible;
+	// notEvaluated the VMI's constraints the search did not evaluate.
+	fld, msg     string
+	notEvaluated []string
+	// pathsOn: the paths were judged (pathCheck on), at now; paths is what was found.
+	pathsOn bool
+	now     time.Time
+	paths   pathFindings
+}
+
+// feasible runs the target search once per evaluation (EvaluateCreate clears feas) and returns it.
+func (in *CreateInput) feasible() *feasibility {
+	if !in.feas.done {
+		in.feas = search(in)
+		in.feas.done = true
+	}
+	return &in.feas
+}
+
 // infeasible returns, when no node can take the target pod, the field to blame and a message with
-// the node count per reason; else "", "" and the VMI's constraints it did not evaluate. With the
-// node index it stops at the first feasible node without walking the others.
+// the node count per reason; else "", "" and the VMI's constraints it did not evaluate.
 func infeasible(in *CreateInput) (fld, msg string, notEvaluated []string) {
+	f := search(in)
+	return f.fld, f.msg, f.notEvaluated
+}
+
+// search finds whether a node can take the target pod: when none can, feasibleTarget's field and
+// message with the node count per reason. With pathHealthy on, the targets whose path from the
+// source fails are dropped, and a node that is feasible but for its path does not make the denial
+// (pathHealthy speaks instead). With the node index it stops at the first feasible node without
+// walking the others, but for the few whose path is in doubt.
+func search(in *CreateInput) (f feasibility) {
 	t, conflict := newTarget(in)
 	if conflict != "" {
-		return fieldAddedNodeSelector, conflict, nil
+		f.fld, f.msg = fieldAddedNodeSelector, conflict
+		return f
 	}
-	if in.index != nil && in.index.anyFeasible(t) {
-		return "", "", t.c.NotEvaluated
+	f.pathsOn, f.now = t.paths.on, t.paths.now
+	if in.index != nil && in.index.search(t, &f.paths) {
+		f.notEvaluated = t.c.NotEvaluated
+		return f
 	}
+	f.paths = pathFindings{}
 	var groups []group
-	total := 0
-	for _, n := range in.Nodes {
+	total, found := 0, false
+	for i, n := range in.Nodes {
 		if n == nil {
 			continue
 		}
 		total++
 		v := t.judge(n)
 		if v.stage == numStages {
-			return "", "", t.c.NotEvaluated
+			if !t.paths.on {
+				f.notEvaluated = t.c.NotEvaluated
+				return f
+			}
+			if t.paths.isBroken(n.Name) {
+				f.paths.failing.add(i)
+				continue
+			}
+			if !found {
+				found, f.paths.anyTarget = true, i
+				if !t.paths.sourceFresh {
+					f.paths.sourceUnusable, f.paths.failing = true, firstThree{}
+					f.notEvaluated = t.c.NotEvaluated
+					return f
+				}
+			}
+			if st, _, _ := t.paths.h.Pair(t.source, n.Name, t.paths.now); st == settings.PathUnverified {
+				f.paths.unverified.add(i)
+			}
+			continue
+		}
+		if found || f.paths.failing.n > 0 {
+			continue // a target is known: the reasons of the others are not counted
 		}
 		i := slices.IndexFunc(groups, func(g group) bool { return g.same(v) })
 		if i < 0 {
@@ -361,8 +423,15 @@ func infeasible(in *CreateInput) (fld, msg string, notEvaluated []string) {
 			groups[i].v.free = v.free // the most any node of the group has free
 		}
 	}
-	fld, msg = t.explain(in, groups, total)
-	return fld, msg, nil
+	if found || f.paths.failing.n > 0 {
+		if found {
+			f.paths.failing = firstThree{} // only dropped: another target is left
+		}
+		f.notEvaluated = t.c.NotEvaluated
+		return f
+	}
+	f.fld, f.msg = t.explain(in, groups, total)
+	return f
 }
 
 // explain writes the denial: the node count per reason, most nodes first, and what to do about

@@ -17,6 +17,18 @@ import (
 	"github.com/migranet/migranet/test/framework"
 )
 
+// vmimToYAML is a migration of vmi whose spec.addedNodeSelector pins the target to node.
+func vmimToYAML(ns, name, vmi, node string) string {
+	return fmt.Sprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstanceMigration\nmetadata: {name: %s, namespace: %s}\n"+
+		"spec: {vmiName: %s, addedNodeSelector: {kubernetes.io/hostname: %s}}\n", name, ns, vmi, node)
+}
+
+// dryRun creates yaml with --dry-run=server and returns stderr and the error.
+func dryRun(yaml string) (string, error) {
+	_, stderr, err := f.Kubectl(yaml, "create", "--dry-run=server", "-f", "-")
+	return stderr, err
+}
+
 // net1500 is a migration network of MTU 1500 on the nodes' default 1500 uplinks.
 const net1500 = `{"clusterNetwork":"migration","range":"10.78.0.0/24","mtu":1500}`
 
@@ -61,9 +73,12 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 
 	// Faults caught: an agent that does not probe from virt-handler's migration0 (no address, no
 	// report), one that judges paths by small packets only (node-3's narrowed uplink passes), a
-	// report that keeps a failure after the repair, and reports of another network judging the
-	// current one.
-	It("reports a narrowed uplink's pairs within a round and clears them after the repair", func(ctx context.Context) {
+	// report that keeps a failure after the repair; in admission, a target behind a failing path
+	// admitted (the MTU problem found at migration time instead), feasibleTarget's "no node can
+	// receive" in place of the pair and its reason, stale results refusing a migration (missing
+	// health data must never block), a repaired path still refused.
+	It("reports a narrowed uplink's pairs within a round, refuses migrations through them, and clears them after the repair", func(ctx context.Context) {
+		ns := f.Namespace(ctx)
 		setValue(ctx, net1500)
 		waitReady(ctx, netcontroller.ReasonReady)
 		network := settings.DefaultKubeVirtNamespace + "/" + setting(ctx).Status.AppliedNetwork
@@ -92,12 +107,42 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			g.Expect(rs["node-1"].Failing[0].Message).To(ContainSubstring("1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400)"))
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed(), "within a round or two (2 s each here)")
 
+		Expect(f.Client.Create(ctx, framework.VMI(ns, "vm-a", "node-1", nil))).To(Succeed())
+		By("the only target asked for, node-3, sits behind a failing path from node-1: refused, naming the pair")
+		Eventually(func(g Gomega) {
+			stderr, err := dryRun(vmimToYAML(ns, "to-3", "vm-a", "node-3"))
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(stderr).To(ContainSubstring("migranet pathHealthy: no target with a healthy migration path from node-1: node-3: " +
+				"1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400); check the uplink MTU of both nodes"))
+			g.Expect(stderr).NotTo(ContainSubstring("feasibleTarget"))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		By("a healthy target is admitted without a warning")
+		stderr, err := dryRun(vmimYAML(ns, "anywhere", "vm-a"))
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(stderr).To(BeEmpty())
+
+		By("node-2's agent is down: its results go stale, and a migration to it is admitted with a warning")
+		f.ProbeAgents.Hold("node-2", true)
+		DeferCleanup(f.ProbeAgents.Hold, "node-2", false)
+		Eventually(func(g Gomega) {
+			stderr, err := dryRun(vmimToYAML(ns, "to-2", "vm-a", "node-2"))
+			g.Expect(err).NotTo(HaveOccurred(), stderr)
+			g.Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy: admitted with 1 target whose migration path from node-1 is unverified: node-2: node-2's probe results are stale"))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		f.ProbeAgents.Hold("node-2", false)
+
 		setUplinkMTU(ctx, "node-3", 1500)
 		Eventually(func(g Gomega) {
 			rs := reports(ctx, g)
 			for _, n := range nodes {
 				g.Expect(rs[n].Failing).To(BeEmpty(), n)
 			}
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		By("repaired: the migration to node-3 is admitted again")
+		Eventually(func(g Gomega) {
+			stderr, err := dryRun(vmimToYAML(ns, "to-3", "vm-a", "node-3"))
+			g.Expect(err).NotTo(HaveOccurred(), stderr)
+			g.Expect(stderr).To(BeEmpty())
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 	})
 
