@@ -77,9 +77,9 @@ type Env struct {
 	NodeNetworks *sim.NodeNetworks
 	// ProbeAgents run the probe agent pods' processes; nil without real node networks.
 	ProbeAgents *sim.ProbeAgents
-	progress     io.Writer
-	stopSims     context.CancelFunc
-	simsDone     chan struct{}
+	progress    io.Writer
+	stopSims    context.CancelFunc
+	simsDone    chan struct{}
 }
 
 // Start brings the environment up; on error everything already started is stopped.

@@ -122,14 +122,14 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 		Expect(stderr).To(BeEmpty())
 
 		By("node-2's agent is down: its results go stale, and a migration to it is admitted with a warning")
-		f.ProbeAgents.Hold("node-2", true)
+		Expect(f.ProbeAgents.Hold(ctx, "node-2", true)).To(Succeed())
 		DeferCleanup(f.ProbeAgents.Hold, "node-2", false)
 		Eventually(func(g Gomega) {
 			stderr, err := dryRun(vmimToYAML(ns, "to-2", "vm-a", "node-2"))
 			g.Expect(err).NotTo(HaveOccurred(), stderr)
 			g.Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy: admitted with 1 target whose migration path from node-1 is unverified: node-2: node-2's probe results are stale"))
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
-		f.ProbeAgents.Hold("node-2", false)
+		Expect(f.ProbeAgents.Hold(ctx, "node-2", false)).To(Succeed())
 
 		setUplinkMTU(ctx, "node-3", 1500)
 		Eventually(func(g Gomega) {

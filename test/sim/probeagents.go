@@ -200,20 +200,42 @@ func (a *ProbeAgents) Kill(node string) bool {
 }
 
 // Hold keeps the agent on node down (held true: killed, not restarted) or lets it run again, as
-// a container that keeps crashing and one that recovers. Its pod stays as kwok keeps it.
-func (a *ProbeAgents) Hold(node string, held bool) {
+// a container that keeps crashing and one that recovers; its pod's Ready condition follows, as
+// the kubelet reports a container that is not running.
+func (a *ProbeAgents) Hold(ctx context.Context, node string, held bool) error {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.held[node] = held
-	if !held {
-		return
-	}
 	for uid, p := range a.procs {
-		if p.node == node {
+		if held && p.node == node {
 			p.kill()
 			delete(a.procs, uid)
 		}
 	}
+	a.mu.Unlock()
+	var pods corev1.PodList
+	if err := a.Client.List(ctx, &pods, client.MatchingLabels{ProbeAgentLabel: ProbeAgentValue}); err != nil {
+		return err
+	}
+	ready := corev1.ConditionTrue
+	if held {
+		ready = corev1.ConditionFalse
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != node {
+			continue
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		for j := range p.Status.Conditions {
+			if c := &p.Status.Conditions[j]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+				c.Status, c.LastTransitionTime = ready, metav1.Now()
+			}
+		}
+		if err := a.Client.Status().Patch(ctx, p, patch); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p *agentProc) exited() bool {
