@@ -50,7 +50,7 @@ func parseProbeFlags(args []string) (*probeFlags, *flag.FlagSet, error) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster configuration")
 	fs.StringVar(&f.cfg.Node, "node", os.Getenv("NODE_NAME"), "the node this agent probes from (default: $NODE_NAME)")
 	fs.StringVar(&f.cfg.KubeVirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "namespace of virt-handler's pods")
-	fs.StringVar(&f.cfg.AgentNamespace, "agent-namespace", envOr("POD_NAMESPACE", "migranet-system"), "namespace of the agents' pods (default: $POD_NAMESPACE)")
+	fs.StringVar(&f.cfg.AgentNamespace, "agent-namespace", envOr("POD_NAMESPACE", "migranet-probe"), "namespace of the agents' pods (default: $POD_NAMESPACE)")
 	fs.StringVar(&f.agentSelector, "agent-selector", "app.kubernetes.io/name=migranet-probe", "label selector of the agents' pods: a node is probed only while its agent's pod is Ready")
 	fs.StringVar(&f.cfg.ProcRoot, "proc", "/proc", "the host's /proc (the agent runs with hostPID), where virt-handler's network namespace is found")
 	fs.IntVar(&f.cfg.Port, "port", 4797, "UDP port the agents answer probes on, on migration0")
