@@ -125,4 +125,6 @@ const (
 	FieldManagerPolicy   = "migranet-policy"
 	FieldManagerNetwork  = "migranet-netcontroller"
 	FieldManagerGuard    = "migranet-guard"
+	// FieldManagerPaths writes the Healthy condition and status.paths from the probe agents' reports.
+	FieldManagerPaths = "migranet-paths"
 )
