@@ -29,7 +29,9 @@ func pathReport(node string, failing ...v1beta1.PeerPath) *v1beta1.PathReport {
 
 func TestJudgePaths(t *testing.T) {
 	now := p0.Add(5 * time.Second)
-	mtu := func(to string) v1beta1.PeerPath { return v1beta1.PeerPath{Node: to, Reason: v1beta1.PathMTU, Largest: 1500} }
+	mtu := func(to string) v1beta1.PeerPath {
+		return v1beta1.PeerPath{Node: to, Reason: v1beta1.PathMTU, Largest: 1500}
+	}
 	unreachable := func(to string) v1beta1.PeerPath { return v1beta1.PeerPath{Node: to, Reason: v1beta1.PathUnreachable} }
 	stale := func(r *v1beta1.PathReport) *v1beta1.PathReport {
 		r.LastRound.Started, r.LastRound.Completed = metav1.NewMicroTime(p0.Add(-time.Minute)), metav1.NewMicroTime(p0.Add(-time.Minute))
