@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -189,5 +190,38 @@ migranet_migration_network_probe_round_seconds 2.5
 	m.pathsObserved(nil, 0)
 	if n := testutil.CollectAndCount(reg, MetricPaths, MetricPathsFailing, MetricProbeRound); n != 0 {
 		t.Errorf("with no migration network %d path series remain, want none", n)
+	}
+}
+
+// TestTrimPathReportKeepsTheHealth: the cache's trimmed reports judge every pair as the full ones.
+func TestTrimPathReportKeepsTheHealth(t *testing.T) {
+	full := func() []*v1beta1.PathReport {
+		a := pathReport("a", v1beta1.PeerPath{Node: "b", Address: "192.168.100.3", Reason: v1beta1.PathMTU, Largest: 1400, Message: "lost", Since: ptr(metav1.NewMicroTime(p0))})
+		a.Labels, a.Annotations, a.Address, a.AgentVersion = map[string]string{"x": "y"}, map[string]string{"a": "b"}, "192.168.100.2", "v1"
+		a.LastRound.MaxRTTMicros, a.LastRound.MaxRTTNode = 900, "b"
+		b := pathReport("b")
+		b.Problem, b.Message = v1beta1.ProbeNoInterface, "no migration0"
+		return []*v1beta1.PathReport{a, b, pathReport("c")}
+	}
+	var trimmed []*v1beta1.PathReport
+	for _, r := range full() {
+		out, err := TrimPathReport(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed = append(trimmed, out.(*v1beta1.PathReport))
+	}
+	if trimmed[0].Labels != nil || trimmed[0].Address != "" || trimmed[0].Failing[0].Message != "" || trimmed[0].LastRound.MaxRTTNode != "" {
+		t.Errorf("not trimmed: %+v", trimmed[0])
+	}
+	now := p0.Add(5 * time.Second)
+	nodes := []string{"a", "b", "c"}
+	want := judgePaths(settings.Paths(pathNet, full()), pathNet, nodes, now)
+	got := judgePaths(settings.Paths(pathNet, trimmed), pathNet, nodes, now)
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(pathVerdict{})); diff != "" {
+		t.Errorf("trimmed reports judge otherwise (-full +trimmed):\n%s", diff)
+	}
+	if LongestRound(pathNet, trimmed) != LongestRound(pathNet, full()) {
+		t.Errorf("trimmed reports lose the round's duration")
 	}
 }
