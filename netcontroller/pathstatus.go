@@ -33,8 +33,8 @@ const (
 	// ReasonPathsUnverified: some pairs are unverified (a new node, an agent down or stale), none
 	// fails (Unknown).
 	ReasonPathsUnverified = "PathsUnverified"
-	// ReasonNotProbed: no attached node has fresh probe results: no agent runs, or none has
-	// probed the current network yet (Unknown).
+	// ReasonNotProbed: no attached node has fresh probe results (no agent runs, or none has
+	// probed the current network yet), or fewer than two nodes are attached (Unknown).
 	ReasonNotProbed = "NotProbed"
 	// ReasonPathsHealthy is the Normal event recorded when Healthy turns True.
 	ReasonPathsHealthy = "PathsHealthy"
@@ -237,6 +237,11 @@ func judgePaths(h *settings.PathHealth, network string, attached []string, now t
 		}
 	}
 	switch {
+	case len(attached) < 2:
+		// Nothing proven (and no migration possible): not True, so a rollout's start does not
+		// flip Healthy to True and back.
+		v.cond.Status, v.cond.Reason = metav1.ConditionUnknown, ReasonNotProbed
+		v.cond.Message = "fewer than two nodes are attached to the migration network: no path to verify"
 	case v.paths.Failing > 0:
 		v.cond.Status, v.cond.Reason = metav1.ConditionFalse, ReasonPathsFailing
 		first := ""
@@ -254,9 +259,6 @@ func judgePaths(h *settings.PathHealth, network string, attached []string, now t
 	case v.paths.Unverified > 0:
 		v.cond.Status, v.cond.Reason = metav1.ConditionUnknown, ReasonPathsUnverified
 		v.cond.Message = "no path fails, but nodes that joined have not been probed by every peer yet"
-	case len(attached) < 2:
-		v.cond.Status, v.cond.Reason = metav1.ConditionTrue, ReasonPathsVerified
-		v.cond.Message = "fewer than two nodes are attached: no path to verify"
 	default:
 		v.cond.Status, v.cond.Reason = metav1.ConditionTrue, ReasonPathsVerified
 		v.cond.Message = "every pair of attached nodes has a verified migration path (both directions, full MTU)"

@@ -50,8 +50,8 @@ func TestJudgePaths(t *testing.T) {
 	}{
 		{name: "all verified", reports: []*v1beta1.PathReport{pathReport("a"), pathReport("b"), pathReport("c")}, attached: []string{"a", "b", "c"},
 			status: metav1.ConditionTrue, reason: ReasonPathsVerified, message: []string{"every pair"}, paths: "3/3 verified"},
-		{name: "one attached node: nothing to verify", reports: nil, attached: []string{"a"},
-			status: metav1.ConditionTrue, reason: ReasonPathsVerified, message: []string{"fewer than two"}, paths: "0/0 verified"},
+		{name: "one attached node: nothing proven", reports: nil, attached: []string{"a"},
+			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"fewer than two"}, paths: "0/0 verified"},
 		{name: "a pair fails: worst node first, the pair named", reports: []*v1beta1.PathReport{pathReport("a", mtu("c"), unreachable("b")), pathReport("b"), pathReport("c", mtu("a"))}, attached: []string{"a", "b", "c"},
 			status: metav1.ConditionFalse, reason: ReasonPathsFailing, message: []string{"most from or to a, c, b:", "no probe from a reaches b", "kubectl get mpr"},
 			paths: "1/3 verified, 2 failing", byReason: map[string]int{v1beta1.PathMTU: 2, v1beta1.PathUnreachable: 1}},
