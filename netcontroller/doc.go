@@ -5,6 +5,8 @@
 // condition and the range's IP capacity (controller.go, observe.go), cleans whereabouts IP pools
 // no migranet network uses and releases the allocations gone virt-handlers leaked (ippools.go,
 // poolcheck.go); Offenders scans for pods and VMIs that attached the network before the guard
-// policies existed (offenders.go). It exports the same observation as Prometheus gauges
+// policies existed (offenders.go). From the probe agents' PathReports the PathObserver (every
+// replica) publishes the paths' health (settings.PathStore) and PathStatus (leader only) writes the
+// Healthy condition and status.paths (pathobserver.go, pathstatus.go). It exports the same observation as Prometheus gauges
 // (metrics.go) and records an event on each condition transition. It imports only settings.
 package netcontroller

@@ -2,6 +2,7 @@ package netcontroller
 
 import (
 	"math/big"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -20,6 +21,19 @@ const (
 	// MetricAddressesExact is 1 while every address gauge holds its count exactly, 0 once one is
 	// rounded: a float64 holds every integer up to 2^53 only, and an IPv6 range counts beyond.
 	MetricAddressesExact = "migranet_migration_network_addresses_exact"
+	// MetricPaths counts the pairs of attached nodes by state (verified, failing, unverified).
+	MetricPaths = "migranet_migration_network_paths"
+	// MetricPathsFailing counts the failing directions between attached nodes by reason.
+	MetricPathsFailing = "migranet_migration_network_paths_failing"
+	// MetricProbeRound is the longest last probe round over the nodes' reports, in seconds.
+	MetricProbeRound = "migranet_migration_network_probe_round_seconds"
+)
+
+// The states and reasons the path gauges always carry (each at 0 when none), so a query or alert
+// sees a series before the first failure.
+var (
+	pathStates  = []string{"verified", "failing", "unverified"}
+	pathReasons = []string{v1beta1.PathUnreachable, v1beta1.PathOneWay, v1beta1.PathMTU}
 )
 
 // Steps of the network controller, counted in status.MetricReconcileSteps.
@@ -41,6 +55,9 @@ type Metrics struct {
 	addresses  *prometheus.GaugeVec
 	exact      *prometheus.GaugeVec
 	foreign    *prometheus.GaugeVec
+	pairs      *prometheus.GaugeVec
+	failing    *prometheus.GaugeVec
+	round      *prometheus.GaugeVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered), reusing
@@ -62,6 +79,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{&m.nodes, MetricNodes, "Nodes eligible for virt-handler (state=eligible) and those of them attached to the migration network with an address in its range (state=attached); absent while no migration network is configured.", []string{"state"}},
 		{&m.foreign, MetricForeign, "Objects other than virt-handler pods that attach a migration NAD (kind=Pod or VirtualMachineInstance), found by the leader's periodic scan; they predate the guard policies, which refuse new ones.", []string{"kind"}},
 		{&m.addresses, MetricAddresses, "Addresses of the migration range: assignable (kind=usable), held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report) and free (kind=free: usable minus used, computed exactly, then rounded once); absent while no migration network is configured. Counts above 2^53 are rounded to the nearest float64 (see " + MetricAddressesExact + "); the Setting's status.capacity has them exactly.", []string{"kind"}},
+		{&m.pairs, MetricPaths, "Unordered pairs of nodes attached to the migration network by the state of their path, from the probe agents' PathReports: verified (both directions, full MTU, fresh), failing (a fresh report lists the other node), unverified (a node new, its agent down, stale or unable to probe); absent while no migration network is configured.", []string{"state"}},
+		{&m.failing, MetricPathsFailing, "Failing directions between attached nodes by reason (Unreachable, OneWay, MTU), from fresh PathReports; a pair failing both ways counts twice; absent while no migration network is configured.", []string{"reason"}},
+		{&m.round, MetricProbeRound, "The longest last probe round (completed - started) over the nodes' PathReports on the current migration network, in seconds; absent while no migration network is configured.", nil},
 		{&m.exact, MetricAddressesExact, "1 while every " + MetricAddresses + " series holds its count exactly, 0 when one is rounded (above 2^53, as an IPv6 range's usable count is); absent while no migration network is configured.", nil},
 	}
 	for _, g := range gauges {
@@ -143,4 +163,42 @@ func (m *Metrics) foreignAttachments(kind string, n int) {
 		return
 	}
 	m.foreign.WithLabelValues(kind).Set(float64(n))
+}
+
+// initPaths creates the path writer's step series with zero counts.
+func (m *Metrics) initPaths() {
+	if m == nil {
+		return
+	}
+	m.steps.Init(PathsControllerName, StepPathsStatus)
+}
+
+// pathStep counts one status write of the path writer.
+func (m *Metrics) pathStep(err error) {
+	if m == nil {
+		return
+	}
+	m.steps.Step(PathsControllerName, StepPathsStatus, err)
+}
+
+// pathsObserved sets the path gauges from a verdict and the longest round; nil (no migration network)
+// removes them.
+func (m *Metrics) pathsObserved(v *pathVerdict, longest time.Duration) {
+	if m == nil {
+		return
+	}
+	if v == nil {
+		m.pairs.Reset()
+		m.failing.Reset()
+		m.round.Reset()
+		return
+	}
+	counts := map[string]int32{"verified": v.paths.Verified, "failing": v.paths.Failing, "unverified": v.paths.Unverified}
+	for _, state := range pathStates {
+		m.pairs.WithLabelValues(state).Set(float64(counts[state]))
+	}
+	for _, reason := range pathReasons {
+		m.failing.WithLabelValues(reason).Set(float64(v.byReason[reason]))
+	}
+	m.round.WithLabelValues().Set(longest.Seconds())
 }

@@ -75,7 +75,9 @@ func Paths(network string, reports []*v1beta1.PathReport) *PathHealth {
 			interval = defaultInterval
 		}
 		n := pathNode{since: r.Since.Time, problem: r.Problem, message: r.Message}
-		if r.LastRound != nil && r.Problem == "" {
+		// A round that began before the agent began probing this network from this address (kept
+		// across a re-attachment) says nothing about it: the node has not completed a round yet.
+		if r.LastRound != nil && r.Problem == "" && !r.LastRound.Started.Time.Before(r.Since.Time) {
 			n.roundStarted = r.LastRound.Started.Time
 			n.freshUntil = r.LastRound.Completed.Add(StaleAfterRounds * interval)
 		}

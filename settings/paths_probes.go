@@ -34,6 +34,3 @@ func (h *PathHealth) Reported() int {
 	}
 	return len(h.nodes)
 }
-
-// PathNetwork is how PathReports name a migration NAD: namespace/name.
-func PathNetwork(namespace, nad string) string { return namespace + "/" + nad }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -26,6 +27,7 @@ import (
 	settingscontroller "github.com/migranet/migranet/settings/controller"
 	"github.com/migranet/migranet/settings/guard"
 	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
 	"github.com/migranet/migranet/webhook/migrationcheck"
@@ -191,6 +193,8 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		}
 		webhookServer.TLSOpts = []func(*tls.Config){rotator.ConfigureTLS}
 	}
+	cacheOpts := webhook.CacheOptions(f.kubevirtNamespace)
+	cacheOpts.ByObject[&v1beta1.PathReport{}] = netcontroller.PathReportCache()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Metrics: metricsserver.Options{
@@ -210,7 +214,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		RenewDeadline:                 &f.renewDeadline,
 		RetryPeriod:                   &f.retryPeriod,
 		GracefulShutdownTimeout:       ptr(15 * time.Second),
-		Cache:                         webhook.CacheOptions(f.kubevirtNamespace),
+		Cache:                         cacheOpts,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -240,11 +244,6 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err := observer.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network observer: %w", err)
 	}
-	// The probe agents' path health, for rule pathHealthy (netcontroller/pathobserver.go).
-	paths := &settings.PathStore{}
-	if err := (&netcontroller.PathObserver{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Paths: paths}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the path observer: %w", err)
-	}
 	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerNetwork),
 		KubeVirtNamespace: f.kubevirtNamespace,
 		APIReader:         mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
@@ -254,6 +253,20 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		Recorder: mgr.GetEventRecorderFor(status.FieldManagerGuard), KubeVirtNamespace: f.kubevirtNamespace,
 		Interval: f.guardScan, Metrics: netMetrics}); err != nil {
 		return fmt.Errorf("setting up the offender scan: %w", err)
+	}
+	// The migration paths' health, published on every replica by the path observer from the probe
+	// agents' PathReports, read by admission (rule pathHealthy) and written to the setting's status
+	// (Healthy, paths) by the leader.
+	paths := &settings.PathStore{}
+	pathsChanged := make(chan event.GenericEvent, 1)
+	pathObserver := &netcontroller.PathObserver{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Changed: pathsChanged}
+	if err := pathObserver.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the path observer: %w", err)
+	}
+	if err := (&netcontroller.PathStatus{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerPaths),
+		KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Observer: pathObserver, Changed: pathsChanged,
+		Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the path status writer: %w", err)
 	}
 	pods, err := migrationcheck.NewPodCache(mgr)
 	if err != nil {

@@ -125,4 +125,18 @@ const (
 	FieldManagerPolicy   = "migranet-policy"
 	FieldManagerNetwork  = "migranet-netcontroller"
 	FieldManagerGuard    = "migranet-guard"
+	// FieldManagerPaths writes the Healthy condition and status.paths from the probe agents' reports.
+	FieldManagerPaths = "migranet-paths"
 )
+
+// WouldChange reports whether ApplyStatus with these arguments would write: whether the merged
+// conditions or the fields differ from what s stores. A writer that spaces its writes out asks it
+// first.
+func WouldChange(s *v1beta1.Setting, conds []metav1.Condition, fields map[string]any) bool {
+	merged := append([]metav1.Condition(nil), s.Status.Conditions...)
+	for _, cond := range conds {
+		cond.ObservedGeneration = s.Generation
+		meta.SetStatusCondition(&merged, cond)
+	}
+	return !unchanged(s, merged, fields)
+}

@@ -364,7 +364,7 @@ const (
 // each fresh (a round just completed, a long interval so that they stay fresh through the run),
 // and three failing pairs, none of them the hard source's.
 func benchPaths(nad string, now time.Time) *settings.PathHealth {
-	network := settings.PathNetwork(cluster.KubeVirtNamespace, nad)
+	network := settings.NADRef(cluster.KubeVirtNamespace, nad)
 	failing := map[int]v1beta1.PeerPath{100: {Node: "n0200", Reason: v1beta1.PathMTU, Largest: 1500},
 		300: {Node: "n0400", Reason: v1beta1.PathUnreachable}, 500: {Node: "n0600", Reason: v1beta1.PathOneWay}}
 	reports := make([]*v1beta1.PathReport, admNodes)

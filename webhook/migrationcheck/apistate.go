@@ -118,5 +118,5 @@ func (a *APIState) Paths(ctx context.Context) *settings.PathHealth {
 	for i := range list.Items {
 		reports[i] = &list.Items[i]
 	}
-	return settings.Paths(settings.PathNetwork(a.KubeVirtNamespace, a.Snapshot.Network), reports)
+	return settings.Paths(settings.NADRef(a.KubeVirtNamespace, a.Snapshot.Network), reports)
 }

@@ -50,7 +50,32 @@ type Network struct {
 	// Foreign says which objects besides virt-handlers attach the migration network (the
 	// Setting's Exclusive=False message); empty when none do.
 	Foreign string `json:"foreign,omitempty"`
+	// Paths is the migration paths' health (condition Healthy and status.paths); absent while the
+	// setting has neither (no migration network, or no path writer yet).
+	Paths *Paths `json:"paths,omitempty"`
 }
+
+// Paths is the migration paths between attached nodes as the probe agents found them.
+type Paths struct {
+	// Healthy is the Healthy condition's status (True, False, Unknown); Reason and Message
+	// explain it.
+	Healthy string `json:"healthy"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Pairs of attached nodes, by state.
+	Pairs      int32 `json:"pairs"`
+	Verified   int32 `json:"verified"`
+	Failing    int32 `json:"failing"`
+	Unverified int32 `json:"unverified"`
+	// Summary is status.paths.summary ("2/3 verified, 1 failing").
+	Summary string `json:"summary"`
+	// Failures are failing directions, worst nodes first (at most ten).
+	Failures []v1beta1.PathFailure `json:"failures,omitempty"`
+}
+
+// MaxPathFailures is how many failing directions the table output lists under the header (JSON
+// carries every one the status holds).
+const MaxPathFailures = 5
 
 // Header summarises the vm-migration-network Setting s; nil means it does not exist.
 func Header(s *v1beta1.Setting) Network {
@@ -83,6 +108,7 @@ func Header(s *v1beta1.Setting) Network {
 			n.NodesAttached++
 		}
 	}
+	n.Paths = pathsOf(s)
 	if c := s.Status.Capacity; c != nil {
 		used, okUsed := c.Used.Big()
 		usable, okUsable := c.Usable.Big()
@@ -92,6 +118,26 @@ func Header(s *v1beta1.Setting) Network {
 		}
 	}
 	return n
+}
+
+// pathsOf is the Healthy condition and status.paths of s, nil when it has neither.
+func pathsOf(s *v1beta1.Setting) *Paths {
+	c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionHealthy)
+	if c == nil && s.Status.Paths == nil {
+		return nil
+	}
+	p := &Paths{Healthy: string(metav1.ConditionUnknown), Reason: ReasonNoStatus, Message: "no Healthy condition yet"}
+	if c != nil {
+		p.Healthy, p.Reason, p.Message = string(c.Status), c.Reason, oneLine(c.Message)
+	}
+	if st := s.Status.Paths; st != nil {
+		p.Pairs, p.Verified, p.Failing, p.Unverified, p.Summary = st.Pairs, st.Verified, st.Failing, st.Unverified, st.Summary
+		for _, f := range st.Failures {
+			f.Message = oneLine(f.Message)
+			p.Failures = append(p.Failures, f)
+		}
+	}
+	return p
 }
 
 // Unavailable is the header when the Setting could not be read: reason is one of the Reason
@@ -140,6 +186,12 @@ func (n Network) String() string {
 			fmt.Fprintf(&b, ", IPs %s used", settings.CapacitySummary(used, usable))
 		}
 	}
+	if p := n.Paths; p != nil {
+		fmt.Fprintf(&b, ", paths %s", orNone(p.Summary))
+		if p.Healthy != string(metav1.ConditionTrue) {
+			fmt.Fprintf(&b, " (%s)", p.Reason)
+		}
+	}
 	if n.Foreign != "" {
 		fmt.Fprintf(&b, "; NOT EXCLUSIVE: %s", n.Foreign)
 	}
@@ -164,4 +216,22 @@ func joinNonEmpty(sep string, parts ...string) string {
 		}
 	}
 	return strings.Join(out, sep)
+}
+
+// PathLines are the lines the table output prints under the header while the paths are not all
+// verified: the Healthy condition, then up to max failing directions, each with what to check.
+func (n Network) PathLines(max int) []string {
+	p := n.Paths
+	if p == nil || p.Healthy == string(metav1.ConditionTrue) {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("Paths: Healthy=%s (%s): %s", p.Healthy, p.Reason, p.Message)}
+	for i, f := range p.Failures {
+		if i == max {
+			lines = append(lines, fmt.Sprintf("  ... %d more failing (kubectl get settings.migranet.io %s -o yaml: status.paths.failures; kubectl get mpr)", len(p.Failures)-max, n.Setting))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  %s → %s %s: %s", f.From, f.To, f.Reason, f.Message))
+	}
+	return lines
 }

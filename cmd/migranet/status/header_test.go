@@ -57,6 +57,25 @@ func nodes(attached, eligible int) settingOpt {
 	}
 }
 
+func paths(p v1beta1.PathsStatus) settingOpt {
+	return func(s *v1beta1.Setting) { s.Status.Paths = &p }
+}
+
+// failingPaths is status.paths with node-1's paths failing towards both peers (MTU), one of them
+// both ways: seven directions would be listed, cut here to six to see the table's limit.
+func failingPaths() v1beta1.PathsStatus {
+	p := v1beta1.PathsStatus{Pairs: 3, Verified: 1, Failing: 2, Summary: "1/3 verified, 2 failing"}
+	for i, d := range [][2]string{{"node-1", "node-2"}, {"node-1", "node-3"}, {"node-2", "node-1"}, {"node-3", "node-1"}, {"node-1", "node-2"}, {"node-1", "node-3"}} {
+		reason := v1beta1.PathMTU
+		if i >= 4 {
+			reason = v1beta1.PathOneWay
+		}
+		p.Failures = append(p.Failures, v1beta1.PathFailure{From: d[0], To: d[1], Reason: reason,
+			Message: "9000-byte frames from " + d[0] + " to " + d[1] + " do not arrive (largest that crossed: 1500); check the uplink MTU"})
+	}
+	return p
+}
+
 func capacity(used, usable int64) settingOpt {
 	return func(s *v1beta1.Setting) {
 		s.Status.Capacity = &v1beta1.IPCapacity{Used: v1beta1.Count(strconv.FormatInt(used, 10)),
@@ -107,6 +126,21 @@ func TestHeader(t *testing.T) {
 			want: []string{"not applied yet: Unknown (NoStatus: no Ready condition yet: is the migranet manager running?)"}, mode: ModeMigration, ready: "Unknown"},
 		{name: "invalid-value", net: Header(newSetting(`{"vlan":`, cond(v1beta1.ConditionReady, metav1.ConditionFalse, "InvalidValue", "the setting's value does not parse"))),
 			want: []string{"Migration network: unknown (invalid value): NotReady (InvalidValue: "}, mode: ModeUnknown, ready: "False"},
+		{name: "paths-healthy", net: Header(newSetting(netValue, applied(nad), nodes(3, 3), capacity(3, 253),
+			cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", ""),
+			cond(v1beta1.ConditionHealthy, metav1.ConditionTrue, "AllPathsVerified", "every pair of attached nodes has a verified migration path"),
+			paths(v1beta1.PathsStatus{Pairs: 3, Verified: 3, Summary: "3/3 verified"}))),
+			want: []string{"IPs 3/253 used, paths 3/3 verified"}, mode: ModeMigration, ready: "True"},
+		{name: "paths-failing", net: Header(newSetting(netValue, applied(nad), nodes(3, 3), capacity(3, 253),
+			cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", ""),
+			cond(v1beta1.ConditionHealthy, metav1.ConditionFalse, "PathsFailing", "migration paths fail between attached nodes, most from or to node-1"),
+			paths(failingPaths()))),
+			want: []string{"Ready, nodes 3/3 attached, IPs 3/253 used, paths 1/3 verified, 2 failing (PathsFailing)"}, mode: ModeMigration, ready: "True"},
+		{name: "paths-not-probed", net: Header(newSetting(netValue, applied(nad), nodes(2, 2),
+			cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", ""),
+			cond(v1beta1.ConditionHealthy, metav1.ConditionUnknown, "NotProbed", "no attached node has fresh probe results"),
+			paths(v1beta1.PathsStatus{Pairs: 1, Unverified: 1, Summary: "0/1 verified"}))),
+			want: []string{"paths 0/1 verified (NotProbed)"}, mode: ModeMigration, ready: "True"},
 		{name: "not-found", net: Header(nil), want: []string{"Migration network: unknown: Unknown (NotFound: setting vm-migration-network not found: is migranet installed?)"},
 			mode: ModeUnknown, ready: "Unknown"},
 		{name: "forbidden", net: Unavailable(ReasonForbidden, `settings.migranet.io "vm-migration-network" is forbidden: User "dev" cannot get resource "settings"`),

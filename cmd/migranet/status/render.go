@@ -124,6 +124,9 @@ func Print(w io.Writer, format string, allNamespaces bool, net Network, rows []R
 	var t table
 	var b strings.Builder
 	b.WriteString(net.String() + "\n")
+	for _, l := range net.PathLines(MaxPathFailures) {
+		b.WriteString(l + "\n")
+	}
 	if len(rows) > 0 {
 		lines := [][]string{Columns(allNamespaces)}
 		for _, r := range rows {
@@ -277,7 +280,7 @@ func (f *Follower) networkLine(net Network) string {
 	if f.format == FormatJSON {
 		return event{Type: "network", Network: &net}.line()
 	}
-	return net.String() + "\n"
+	return strings.Join(append([]string{net.String()}, net.PathLines(MaxPathFailures)...), "\n") + "\n"
 }
 
 // event is one line of `-o json -w`.
@@ -311,7 +314,7 @@ func (f *Follower) networkSignature(n Network) string {
 	if f.format == FormatJSON {
 		return jsonSignature(n)
 	}
-	return n.String()
+	return strings.Join(append([]string{n.String()}, n.PathLines(MaxPathFailures)...), "\n")
 }
 
 func jsonSignature(v any) string {

@@ -93,6 +93,60 @@ func assertAligned(t *testing.T, lines []string) {
 	}
 }
 
+// TestPrintPaths: failing migration paths are listed under the header, up to MaxPathFailures,
+// in the table and in a watch; JSON carries them all; healthy paths add no line.
+func TestPrintPaths(t *testing.T) {
+	nad := nadOf(t, netValue)
+	failing := Header(newSetting(netValue, applied(nad), nodes(3, 3), capacity(3, 253),
+		cond("Ready", metav1.ConditionTrue, "AllNodesAttached", ""),
+		cond("Healthy", metav1.ConditionFalse, "PathsFailing", "migration paths fail between attached nodes, most from or to node-1: 9000-byte frames from node-1 to node-2 do not arrive"),
+		paths(failingPaths())))
+	var b bytes.Buffer
+	if err := Print(&b, FormatTable, false, failing, listing()[:1]); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	// header, Healthy, five failures, "... 1 more", titles, one row
+	if len(lines) != 10 || !strings.HasPrefix(lines[1], "Paths: Healthy=False (PathsFailing): migration paths fail") ||
+		!strings.HasPrefix(lines[2], "  node-1 → node-2 MTU: 9000-byte frames") || !strings.HasPrefix(lines[7], "  ... 1 more failing") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	golden(t, "print-paths", b.String())
+
+	var js bytes.Buffer
+	if err := Print(&js, FormatJSON, false, failing, nil); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Network Network `json:"network"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if p := doc.Network.Paths; p == nil || p.Healthy != "False" || p.Reason != "PathsFailing" || p.Failing != 2 || len(p.Failures) != 6 ||
+		p.Failures[0].From != "node-1" || p.Failures[0].To != "node-2" || p.Failures[0].Message == "" {
+		t.Errorf("JSON paths: %+v", doc.Network.Paths)
+	}
+
+	var w bytes.Buffer
+	fw := NewFollower(&w, FormatTable, false)
+	if err := fw.Update(failing, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(w.String(), "\n  node-1 → node-3 MTU: ") {
+		t.Errorf("watch does not list the failing paths:\n%s", w.String())
+	}
+	healed := failing
+	healed.Paths = &Paths{Healthy: "True", Reason: "AllPathsVerified", Pairs: 3, Verified: 3, Summary: "3/3 verified"}
+	w.Reset()
+	if err := fw.Update(healed, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, ", paths 3/3 verified") {
+		t.Errorf("healed: want the header line alone, got:\n%s", got)
+	}
+}
+
 func TestPrintEmpty(t *testing.T) {
 	var b bytes.Buffer
 	if err := Print(&b, FormatTable, false, Header(nil), nil); err != nil {

@@ -13,7 +13,7 @@ import (
 var Now = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
 // PathNet is the fixtures' NAD as PathReports name it.
-var PathNet = settings.PathNetwork("kubevirt", NAD)
+var PathNet = settings.NADRef("kubevirt", NAD)
 
 // ReportOpt changes a PathReport.
 type ReportOpt func(*v1beta1.PathReport)
