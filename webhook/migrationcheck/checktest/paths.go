@@ -47,9 +47,14 @@ func Problem(problem, message string) ReportOpt {
 	return func(r *v1beta1.PathReport) { r.Problem, r.Message, r.LastRound = problem, message, nil }
 }
 
-// Joined makes the agent begin probing d before Now.
+// Joined makes the agent begin probing d before Now and complete its first round since: begun
+// d/2 before Now, ended d/4 before. The others' rounds (begun 30 s before Now) predate it when d
+// is under 30 s.
 func Joined(d time.Duration) ReportOpt {
-	return func(r *v1beta1.PathReport) { r.Since = metav1.NewMicroTime(Now.Add(-d)) }
+	return func(r *v1beta1.PathReport) {
+		r.Since = metav1.NewMicroTime(Now.Add(-d))
+		r.LastRound.Started, r.LastRound.Completed = metav1.NewMicroTime(Now.Add(-d/2)), metav1.NewMicroTime(Now.Add(-d/4))
+	}
 }
 
 // Health is settings.Paths of the reports for PathNet.
