@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -79,6 +80,15 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 	// health data must never block), a repaired path still refused.
 	It("reports a narrowed uplink's pairs within a round, refuses migrations through them, and clears them after the repair", func(ctx context.Context) {
 		ns := f.Namespace(ctx)
+		sc := newScraper(ctx)
+		start := time.Now()
+		cond := func(ctx context.Context) string { c, _ := healthy(ctx); return c }
+		paths := func(ctx context.Context) *v1beta1.PathsStatus { _, p := healthy(ctx); return p }
+		metrics := func(g Gomega) map[string]float64 {
+			m, err := sc.scrape(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			return m
+		}
 		setValue(ctx, net1500)
 		waitReady(ctx, netcontroller.ReasonReady)
 		network := settings.DefaultKubeVirtNamespace + "/" + setting(ctx).Status.AppliedNetwork
@@ -96,6 +106,10 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 				g.Expect(r.OwnerReferences).To(ContainElement(HaveField("Name", n)), "owned by its Node")
 			}
 		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		By("every pair verified: Healthy True")
+		Eventually(cond).WithContext(ctx).WithTimeout(framework.Short).Should(HavePrefix("True/" + netcontroller.ReasonPathsVerified))
+		Eventually(paths).WithContext(ctx).WithTimeout(framework.Short).Should(HaveValue(And(
+			HaveField("Pairs", int32(3)), HaveField("Verified", int32(3)), HaveField("Failing", BeZero()))))
 
 		setUplinkMTU(ctx, "node-3", 1400)
 		DeferCleanup(setUplinkMTU, "node-3", 1500)
@@ -106,6 +120,20 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			g.Expect(failingOf(rs["node-3"])).To(Equal([]string{"node-1:MTU:1400", "node-2:MTU:1400"}))
 			g.Expect(rs["node-1"].Failing[0].Message).To(ContainSubstring("1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400)"))
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed(), "within a round or two (2 s each here)")
+		By("the setting's status, the gauges and an event name node-3's pairs")
+		Eventually(cond).WithContext(ctx).WithTimeout(framework.Short).Should(And(
+			HavePrefix("False/"+netcontroller.ReasonPathsFailing+": "), ContainSubstring("node-3")))
+		Eventually(paths).WithContext(ctx).WithTimeout(framework.Short).Should(HaveValue(And(HaveField("Failing", int32(2)), HaveField("Verified", int32(1)),
+			HaveField("Failures", ContainElement(And(HaveField("From", "node-1"), HaveField("To", "node-3"), HaveField("Reason", v1beta1.PathMTU),
+				HaveField("Message", ContainSubstring("largest that crossed: 1400"))))))))
+		Eventually(func(g Gomega) {
+			m := metrics(g)
+			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricPaths, "state", "failing"), 2.0))
+			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricPathsFailing, "reason", v1beta1.PathMTU), 4.0))
+			g.Expect(m).To(HaveKey(netcontroller.MetricProbeRound))
+		}).WithTimeout(framework.Short).Should(Succeed())
+		Eventually(settingEvents).WithContext(ctx).WithArguments(start).WithTimeout(framework.Short).Should(ContainElement(And(
+			HavePrefix("Warning "+netcontroller.ReasonPathsFailing+": "), ContainSubstring("node-3"))))
 
 		Expect(f.Client.Create(ctx, framework.VMI(ns, "vm-a", "node-1", nil))).To(Succeed())
 		By("the only target asked for, node-3, sits behind a failing path from node-1: refused, naming the pair")
@@ -129,6 +157,7 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			g.Expect(err).NotTo(HaveOccurred(), stderr)
 			g.Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy: admitted with 1 target whose migration path from node-1 is unverified: node-2: node-2's probe results are stale"))
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		Expect(cond(ctx)).To(HavePrefix("False/"+netcontroller.ReasonPathsFailing), "node-3's pairs still fail")
 		Expect(f.ProbeAgents.Hold(ctx, "node-2", false)).To(Succeed())
 
 		setUplinkMTU(ctx, "node-3", 1500)
@@ -138,7 +167,10 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 				g.Expect(rs[n].Failing).To(BeEmpty(), n)
 			}
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
-		By("repaired: the migration to node-3 is admitted again")
+		By("repaired: Healthy True again, and the migration to node-3 is admitted again")
+		Eventually(cond).WithContext(ctx).WithTimeout(framework.Short).Should(HavePrefix("True/" + netcontroller.ReasonPathsVerified))
+		Eventually(settingEvents).WithContext(ctx).WithArguments(start).WithTimeout(framework.Short).Should(ContainElement(
+			HavePrefix("Normal " + netcontroller.ReasonPathsHealthy + ": ")))
 		Eventually(func(g Gomega) {
 			stderr, err := dryRun(vmimToYAML(ns, "to-3", "vm-a", "node-3"))
 			g.Expect(err).NotTo(HaveOccurred(), stderr)
