@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -39,9 +41,9 @@ Flags:
 
 // probeFlags are the agent's flags, checked by check.
 type probeFlags struct {
-	kubeconfig, agentSelector string
-	cfg                       probe.Config
-	zap                       zap.Options
+	kubeconfig, agentSelector, healthAddr string
+	cfg                                   probe.Config
+	zap                                   zap.Options
 }
 
 func parseProbeFlags(args []string) (*probeFlags, *flag.FlagSet, error) {
@@ -57,6 +59,7 @@ func parseProbeFlags(args []string) (*probeFlags, *flag.FlagSet, error) {
 	fs.DurationVar(&f.cfg.Interval, "interval", 20*time.Second, "one round over every peer per interval (longer when --max-rate says so)")
 	fs.DurationVar(&f.cfg.Timeout, "timeout", time.Second, "how long a probe waits for its reply")
 	fs.IntVar(&f.cfg.Tries, "tries", 3, "how many lost probes in a row fail a path")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":9797", "address of /healthz and /readyz (ready once the probe socket answers on migration0: peers probe only Ready agents)")
 	fs.Float64Var(&f.cfg.MaxRate, "max-rate", 200, "at most this many probes a second in a round (two per healthy peer)")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(zfs)
@@ -166,6 +169,22 @@ func startProbe(ctx context.Context, f *probeFlags) error {
 	}
 	f.cfg.Version = version()
 	a := &probe.Agent{Config: f.cfg, Client: c, Pods: pods}
+	ln, err := net.Listen("tcp", f.healthAddr)
+	if err != nil {
+		return fmt.Errorf("--health-probe-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.Ready(r); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
 	return a.Run(ctrl.LoggerInto(ctx, ctrl.Log.WithName("probe")))
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -50,6 +52,20 @@ type Agent struct {
 
 	cur     *session
 	failing map[string]v1beta1.PeerPath
+	// notReady says why the agent does not answer probes ("" while it does); see Ready.
+	notReady atomic.Pointer[string]
+}
+
+// Ready is the agent's readiness check: nil once its socket is open on migration0 and answering,
+// so that peers probe it only then (they probe the nodes whose agent pod is Ready).
+func (a *Agent) Ready(*http.Request) error {
+	if why := a.notReady.Load(); why == nil || *why != "" {
+		if why == nil {
+			return errors.New("not probing yet")
+		}
+		return errors.New(*why)
+	}
+	return nil
 }
 
 // session is one network probed from one address: a change of either starts a new one.
@@ -57,8 +73,10 @@ type session struct {
 	network, podUID string
 	addr            netip.Addr
 	mtu             int
-	since           time.Time
-	prober          *Prober
+	// since is when the agent saw its own pod Ready in this session (zero before): peers probe
+	// it from then on.
+	since  time.Time
+	prober *Prober
 }
 
 // located is where the node's virt-handler is on the migration network, or why it is not.
@@ -102,6 +120,8 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	r.Name = a.Node
 	if loc.problem != "" {
 		a.closeSession()
+		why := loc.problem + ": " + loc.msg
+		a.notReady.Store(&why)
 		r.Problem, r.Message = loc.problem, loc.msg
 		if loc.addr.IsValid() {
 			r.Address = loc.addr.String()
@@ -110,6 +130,20 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 		return r
 	}
 	s := a.cur
+	ok := ""
+	a.notReady.Store(&ok)
+	r.Address, r.MTU = s.addr.String(), int32(s.mtu)
+	// Peers probe this node once its agent pod is Ready, as their caches see it; this agent's
+	// cache sees the same: Since is when it saw its own pod Ready in this session, and only rounds
+	// begun after a node's Since cover it (settings.PathHealth.Pair).
+	if s.since.IsZero() && a.liveAgents(ctx)[a.Node] {
+		s.since = time.Now()
+	}
+	if s.since.IsZero() {
+		r.Since = metav1.NowMicro() // no round yet: nothing it says verifies anything
+		return r
+	}
+	r.Since = metav1.NewMicroTime(s.since)
 	peers := a.peers(ctx, s)
 	started := time.Now()
 	results := s.prober.Round(ctx, peers, a.spread(len(peers)))
@@ -117,7 +151,6 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	// that reason: its path is not judged this round.
 	live := a.liveAgents(ctx)
 	results = slices.DeleteFunc(results, func(r Result) bool { return r.Reason != "" && !live[r.Node] })
-	r.Address, r.MTU, r.Since = s.addr.String(), int32(s.mtu), metav1.NewMicroTime(s.since)
 	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(results))}
 	a.record(ctx, r, results)
 	return r
@@ -222,7 +255,7 @@ func (a *Agent) open(ctx context.Context, loc located) error {
 	}
 	p := NewProber(opened.Conn, loc.network, mtu, a.Timeout, a.Tries)
 	go p.Serve()
-	a.cur = &session{network: loc.network, podUID: loc.podUID, addr: loc.addr, mtu: mtu, since: time.Now(), prober: p}
+	a.cur = &session{network: loc.network, podUID: loc.podUID, addr: loc.addr, mtu: mtu, prober: p}
 	a.failing = nil
 	return nil
 }

@@ -17,4 +17,3 @@ func healthy(ctx context.Context) (string, *v1beta1.PathsStatus) {
 	}
 	return string(c.Status) + "/" + c.Reason + ": " + c.Message, s.Status.Paths
 }
-

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +58,60 @@ type agentProc struct {
 	node string
 	cmd  *exec.Cmd
 	done chan struct{}
+}
+
+// freePort is a loopback port free at the moment.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// probeReadiness is the kubelet's readiness probe of the agent (GET /readyz every 500 ms): the
+// pod's Ready condition follows it, False from the start (kwok marks a new pod Ready at once),
+// until the process ends.
+func (a *ProbeAgents) probeReadiness(pod *corev1.Pod, port int, p *agentProc) {
+	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+	hc := &http.Client{Timeout: time.Second}
+	known := ""
+	for {
+		ready := corev1.ConditionFalse
+		if resp, err := hc.Get(url); err == nil {
+			if resp.StatusCode == http.StatusOK {
+				ready = corev1.ConditionTrue
+			}
+			resp.Body.Close()
+		}
+		if string(ready) != known {
+			if err := a.setReady(context.Background(), pod, ready); err == nil {
+				known = string(ready)
+			}
+		}
+		select {
+		case <-p.done:
+			_ = a.setReady(context.Background(), pod, corev1.ConditionFalse)
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// setReady writes the pod's Ready and ContainersReady conditions.
+func (a *ProbeAgents) setReady(ctx context.Context, pod *corev1.Pod, ready corev1.ConditionStatus) error {
+	cur := &corev1.Pod{}
+	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(pod), cur); err != nil || cur.UID != pod.UID {
+		return err
+	}
+	patch := client.MergeFrom(cur.DeepCopy())
+	for j := range cur.Status.Conditions {
+		if c := &cur.Status.Conditions[j]; (c.Type == corev1.PodReady || c.Type == corev1.ContainersReady) && c.Status != ready {
+			c.Status, c.LastTransitionTime = ready, metav1.Now()
+		}
+	}
+	return a.Client.Status().Patch(ctx, cur, patch)
 }
 
 // SetupWithManager registers the stand-in; every process is killed when the manager stops.
@@ -142,7 +198,12 @@ func (a *ProbeAgents) start(ctx context.Context, pod *corev1.Pod) (*agentProc, e
 		return nil, err
 	}
 	c := pod.Spec.Containers[0]
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	args := append(append([]string{}, c.Args...), a.ExtraArgs...)
+	args = append(args, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port))
 	cmd := exec.Command(a.Binary, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "NODE_NAME="+pod.Spec.NodeName, "POD_NAMESPACE="+pod.Namespace)
 	log, err := os.OpenFile(filepath.Join(a.Dir, "probe-"+pod.Spec.NodeName+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -161,6 +222,7 @@ func (a *ProbeAgents) start(ctx context.Context, pod *corev1.Pod) (*agentProc, e
 		log.Close()
 		close(p.done)
 	}()
+	go a.probeReadiness(pod, port, p)
 	return p, nil
 }
 
@@ -200,42 +262,23 @@ func (a *ProbeAgents) Kill(node string) bool {
 }
 
 // Hold keeps the agent on node down (held true: killed, not restarted) or lets it run again, as
-// a container that keeps crashing and one that recovers; its pod's Ready condition follows, as
-// the kubelet reports a container that is not running.
+// a container that keeps crashing and one that recovers; its pod's Ready condition follows the
+// readiness probe (probeReadiness), as the kubelet reports a container that is not running.
 func (a *ProbeAgents) Hold(ctx context.Context, node string, held bool) error {
 	a.mu.Lock()
 	a.held[node] = held
+	var killed []*agentProc
 	for uid, p := range a.procs {
 		if held && p.node == node {
-			p.kill()
+			killed = append(killed, p)
 			delete(a.procs, uid)
 		}
 	}
 	a.mu.Unlock()
-	var pods corev1.PodList
-	if err := a.Client.List(ctx, &pods, client.MatchingLabels{ProbeAgentLabel: ProbeAgentValue}); err != nil {
-		return err
+	for _, p := range killed {
+		p.kill()
 	}
-	ready := corev1.ConditionTrue
-	if held {
-		ready = corev1.ConditionFalse
-	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Spec.NodeName != node {
-			continue
-		}
-		patch := client.MergeFrom(p.DeepCopy())
-		for j := range p.Status.Conditions {
-			if c := &p.Status.Conditions[j]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-				c.Status, c.LastTransitionTime = ready, metav1.Now()
-			}
-		}
-		if err := a.Client.Status().Patch(ctx, p, patch); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ctx.Err()
 }
 
 func (p *agentProc) exited() bool {
