@@ -12,4 +12,3 @@ package netcontroller
 // The guard's offender scan lists every pod (metadata, paged) and VMI in the cluster.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // The path observer (every replica) reads the probe agents' PathReports.
-// +kubebuilder:rbac:groups=migranet.io,resources=pathreports,verbs=get;list;watch

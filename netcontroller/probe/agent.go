@@ -73,6 +73,8 @@ type session struct {
 	network, podUID string
 	addr            netip.Addr
 	mtu             int
+	// netns is the device and inode of the namespace the socket lives in.
+	netns [2]uint64
 	// since is when the agent saw its own pod Ready in this session (zero before): peers probe
 	// it from then on.
 	since  time.Time
@@ -108,7 +110,7 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	log := ctrl.LoggerFrom(ctx)
 	loc := a.locate(ctx)
-	if loc.problem == "" && (a.cur == nil || a.cur.network != loc.network || a.cur.addr != loc.addr || a.cur.podUID != loc.podUID) {
+	if loc.problem == "" && (a.cur == nil || a.cur.network != loc.network || a.cur.addr != loc.addr || a.cur.podUID != loc.podUID || a.moved(loc)) {
 		a.closeSession()
 		if err := a.open(ctx, loc); err != nil {
 			loc.problem, loc.msg = problemOf(err), err.Error()
@@ -239,13 +241,38 @@ func (a *Agent) locate(ctx context.Context) located {
 	return best
 }
 
+// podNamespace is the path of the network namespace of the pod with uid, through one of its
+// processes.
+func (a *Agent) podNamespace(uid string) (string, error) {
+	pid, err := PodProcess(a.ProcRoot, uid)
+	if err != nil {
+		return "", fmt.Errorf("%w (pod UID %s under %s; the agent needs hostPID)", err, uid, a.ProcRoot)
+	}
+	return fmt.Sprintf("%s/%d/ns/net", a.ProcRoot, pid), nil
+}
+
+// moved reports whether the session's pod now lives in another network namespace than its socket
+// (the sandbox was made anew, e.g. after a runtime restart): the socket then reaches nobody.
+func (a *Agent) moved(loc located) bool {
+	path, err := a.podNamespace(loc.podUID)
+	if err != nil {
+		return true
+	}
+	dev, ino, err := NamespaceID(path)
+	return err != nil || [2]uint64{dev, ino} != a.cur.netns
+}
+
 // open starts a session: the virt-handler pod's network namespace, its migration0, the socket.
 func (a *Agent) open(ctx context.Context, loc located) error {
-	pid, err := PodProcess(a.ProcRoot, loc.podUID)
+	path, err := a.podNamespace(loc.podUID)
 	if err != nil {
-		return fmt.Errorf("%w (pod UID %s under %s; the agent needs hostPID)", err, loc.podUID, a.ProcRoot)
+		return err
 	}
-	opened, err := OpenIn(fmt.Sprintf("%s/%d/ns/net", a.ProcRoot, pid), settings.MigrationInterface, loc.addr, a.Port)
+	dev, ino, err := NamespaceID(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNoProcess, err)
+	}
+	opened, err := OpenIn(path, settings.MigrationInterface, loc.addr, a.Port)
 	if err != nil {
 		return err
 	}
@@ -255,7 +282,7 @@ func (a *Agent) open(ctx context.Context, loc located) error {
 	}
 	p := NewProber(opened.Conn, loc.network, mtu, a.Timeout, a.Tries)
 	go p.Serve()
-	a.cur = &session{network: loc.network, podUID: loc.podUID, addr: loc.addr, mtu: mtu, prober: p}
+	a.cur = &session{network: loc.network, podUID: loc.podUID, addr: loc.addr, mtu: mtu, netns: [2]uint64{dev, ino}, prober: p}
 	a.failing = nil
 	return nil
 }

@@ -50,6 +50,16 @@ func PodProcess(procRoot, uid string) (int, error) {
 	return 0, ErrNoProcess
 }
 
+// NamespaceID identifies the network namespace at path (its device and inode): a pod sandbox
+// made anew for the same pod has another.
+func NamespaceID(path string) (uint64, uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Dev, st.Ino, nil
+}
+
 // Opened is the probe socket opened in a pod's network namespace, and what was found there.
 type Opened struct {
 	Conn *net.UDPConn

@@ -170,6 +170,18 @@ func (f *Framework) CreateVMIM(ctx context.Context, vmim *kubevirtv1.VirtualMach
 // SettingCondition returns "<status>/<reason>" of condition typ of the vm-migration-network
 // Setting, "absent" when it has none, "stale" while it describes an older generation, or the
 // read error's text.
+// WaitPathsProven waits, when the nodes have real networks (and so the real probe agents run),
+// until the setting's Healthy condition is True: every pair of attached nodes proven by a round
+// begun after both joined the current network. Until then admission adds pathHealthy's
+// "unverified" warning to every migration; specs that expect none wait here after Ready.
+func (f *Framework) WaitPathsProven(ctx context.Context) {
+	if f.NodeNetworks == nil {
+		return
+	}
+	EventuallyWithOffset(2, f.SettingCondition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).
+		WithTimeout(Long).Should(HavePrefix("True/"))
+}
+
 func (f *Framework) SettingCondition(ctx context.Context, typ string) string {
 	s := &v1beta1.Setting{}
 	if err := f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {

@@ -89,6 +89,9 @@ func waitReady(ctx context.Context, readyReason string) {
 	// With the pod network, Ready does not wait for a virt-handler rollout (the one taking
 	// migration0 away), but migranet's kubevirtReady rule does.
 	ExpectWithOffset(1, f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
+	if readyReason == netcontroller.ReasonReady {
+		f.WaitPathsProven(ctx)
+	}
 }
 
 var _ = Describe("the settings and network controllers", func() {

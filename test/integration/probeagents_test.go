@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
@@ -182,10 +183,14 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 	// node, could clear another node's failures and let migrations through a broken path).
 	It("lets only the node's own agent write its report", func(ctx context.Context) {
 		Eventually(func(g Gomega) { g.Expect(reports(ctx, g)).To(HaveKey("node-1")) }).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
-		r := &v1beta1.PathReport{}
-		Expect(f.Client.Get(ctx, client.ObjectKey{Name: "node-1"}, r)).To(Succeed())
-		r.Failing = nil
-		err := f.Client.Update(ctx, r) // as the suite's admin: no node
+		var err error
+		Eventually(func(g Gomega) { // the agent replaces it every round: retry a conflict
+			r := &v1beta1.PathReport{}
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: "node-1"}, r)).To(Succeed())
+			r.Failing = nil
+			err = f.Client.Update(ctx, r) // as the suite's admin: no node
+			g.Expect(apierrors.IsConflict(err)).To(BeFalse(), "%v", err)
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("PathReport node-1 is written only by the probe agent on node node-1"))
 		Expect(strings.ToLower(err.Error())).To(ContainSubstring("has no node"))

@@ -51,6 +51,9 @@ func waitNetworkReady(ctx context.Context, readyReason string) {
 		WithTimeout(framework.Long).Should(HavePrefix("True/"))
 	EventuallyWithOffset(1, networkCondition).WithContext(ctx).WithArguments(v1beta1.ConditionReady).
 		WithTimeout(framework.Long).Should(Equal("True/" + readyReason))
+	if readyReason == netcontroller.ReasonReady {
+		f.WaitPathsProven(ctx)
+	}
 }
 
 // resetSettings puts both settings back to their defaults and waits for the pod network and an

@@ -3,12 +3,15 @@ package nodenet_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/migranet/migranet/netcontroller/probe"
 	"github.com/migranet/migranet/test/cluster"
 )
 
@@ -19,6 +22,10 @@ import (
 // failure of the harness's own test, not one this test asserts by itself.
 // Catches: a proving ground whose attachments cannot carry a migration stream (the first run
 // fails), or whose uplink MTU does not bite (the second run passes).
+// Before each migration the probe agent's prober (from the sandboxes' own namespaces, found as
+// the agent finds them) judges the same pair, both ways: passed before the migration that
+// completes, failed for MTU (largest 1400) before the one that stalls — the verdict the
+// admission rule pathHealthy acts on is the one the migration stream meets.
 // The IPv6 case binds the target proxy to an IPv6 migration0 address ([addr]:port) that the real
 // whereabouts allocated from a /64.
 func TestQEMUMigrationOverRealAttachments(t *testing.T) {
@@ -45,13 +52,26 @@ func migrateOverAttachments(t *testing.T, l *lab, vp, name, config string) {
 			t.Fatal(err)
 		}
 	}
-	sbA, a, err := l.add(t, "node-a", "virt-handler-qa"+strings.ToLower(name), config)
+	podA, podB := "virt-handler-qa"+strings.ToLower(name), "virt-handler-qb"+strings.ToLower(name)
+	sbA, a, err := l.add(t, "node-a", podA, config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sbB, b, err := l.add(t, "node-b", "virt-handler-qb"+strings.ToLower(name), config)
+	sbB, b, err := l.add(t, "node-b", podB, config)
 	if err != nil {
 		t.Fatal(err)
+	}
+	probeA, probeB := l.agentOn(t, sbA, "uid-"+podA, a.Addr(), 1500), l.agentOn(t, sbB, "uid-"+podB, b.Addr(), 1500)
+	verdict := func() string { // "<a to b> <b to a>", each "pass" or "<reason> <largest>"
+		word := func(r probe.Result) string {
+			if r.Reason == "" {
+				return "pass"
+			}
+			return fmt.Sprintf("%s %d", r.Reason, r.Largest)
+		}
+		ab := probeA.Check(ctx, probe.Peer{Node: "node-b", Addr: netip.AddrPortFrom(b.Addr(), 4797)})
+		ba := probeB.Check(ctx, probe.Peer{Node: "node-a", Addr: netip.AddrPortFrom(a.Addr(), 4797)})
+		return word(ab) + ", " + word(ba)
 	}
 	// The pod network's stand-in: the harness checks the stream never takes it.
 	for _, step := range [][]string{
@@ -80,6 +100,9 @@ func migrateOverAttachments(t *testing.T, l *lab, vp, name, config string) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	if v := verdict(); v != "pass, pass" {
+		t.Fatalf("the probes before the migration that must complete: %s, want pass both ways", v)
+	}
 	out, err := harness()
 	if err != nil || !strings.Contains(out, "--- PASS: TestQEMUMigrationThroughProxies/plain") {
 		t.Fatalf("the harness's migration over the real attachments: %v\n%s", err, out)
@@ -88,6 +111,9 @@ func migrateOverAttachments(t *testing.T, l *lab, vp, name, config string) {
 
 	if err := l.fabric.SetUplink(ctx, "node-b", "migration", 1400); err != nil {
 		t.Fatal(err)
+	}
+	if v, want := verdict(), "MTU 1400, MTU 1400"; v != want {
+		t.Fatalf("the probes with node-b's uplink at 1400: %s, want %s", v, want)
 	}
 	out, err = harness()
 	if err == nil || !strings.Contains(out, "--- FAIL: TestQEMUMigrationThroughProxies/plain") {
