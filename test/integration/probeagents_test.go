@@ -108,8 +108,8 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			}
 		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		By("every pair verified: Healthy True")
-		Eventually(cond).WithContext(ctx).WithTimeout(framework.Short).Should(HavePrefix("True/" + netcontroller.ReasonPathsVerified))
-		Eventually(paths).WithContext(ctx).WithTimeout(framework.Short).Should(HaveValue(And(
+		Eventually(cond).WithContext(ctx).WithTimeout(framework.Long).Should(HavePrefix("True/" + netcontroller.ReasonPathsVerified))
+		Eventually(paths).WithContext(ctx).WithTimeout(framework.Long).Should(HaveValue(And(
 			HaveField("Pairs", int32(3)), HaveField("Verified", int32(3)), HaveField("Failing", BeZero()))))
 
 		setUplinkMTU(ctx, "node-3", 1400)
@@ -120,11 +120,11 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			g.Expect(failingOf(rs["node-2"])).To(Equal([]string{"node-3:MTU:1400"}))
 			g.Expect(failingOf(rs["node-3"])).To(Equal([]string{"node-1:MTU:1400", "node-2:MTU:1400"}))
 			g.Expect(rs["node-1"].Failing[0].Message).To(ContainSubstring("1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400)"))
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed(), "within a round or two (2 s each here)")
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed(), "within a round or two (4 s each here)")
 		By("the setting's status, the gauges and an event name node-3's pairs")
-		Eventually(cond).WithContext(ctx).WithTimeout(framework.Short).Should(And(
+		Eventually(cond).WithContext(ctx).WithTimeout(framework.Long).Should(And(
 			HavePrefix("False/"+netcontroller.ReasonPathsFailing+": "), ContainSubstring("node-3")))
-		Eventually(paths).WithContext(ctx).WithTimeout(framework.Short).Should(HaveValue(And(HaveField("Failing", int32(2)), HaveField("Verified", int32(1)),
+		Eventually(paths).WithContext(ctx).WithTimeout(framework.Long).Should(HaveValue(And(HaveField("Failing", int32(2)), HaveField("Verified", int32(1)),
 			HaveField("Failures", ContainElement(And(HaveField("From", "node-1"), HaveField("To", "node-3"), HaveField("Reason", v1beta1.PathMTU),
 				HaveField("Message", ContainSubstring("largest that crossed: 1400"))))))))
 		Eventually(func(g Gomega) {
@@ -132,8 +132,8 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricPaths, "state", "failing"), 2.0))
 			g.Expect(m).To(HaveKeyWithValue(series(netcontroller.MetricPathsFailing, "reason", v1beta1.PathMTU), 4.0))
 			g.Expect(m).To(HaveKey(netcontroller.MetricProbeRound))
-		}).WithTimeout(framework.Short).Should(Succeed())
-		Eventually(settingEvents).WithContext(ctx).WithArguments(start).WithTimeout(framework.Short).Should(ContainElement(And(
+		}).WithTimeout(framework.Long).Should(Succeed())
+		Eventually(settingEvents).WithContext(ctx).WithArguments(start).WithTimeout(framework.Long).Should(ContainElement(And(
 			HavePrefix("Warning "+netcontroller.ReasonPathsFailing+": "), ContainSubstring("node-3"))))
 
 		Expect(f.Client.Create(ctx, framework.VMI(ns, "vm-a", "node-1", nil))).To(Succeed())
@@ -144,7 +144,7 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			g.Expect(stderr).To(ContainSubstring("migranet pathHealthy: no target with a healthy migration path from node-1: node-3: " +
 				"1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400); check the uplink MTU of both nodes"))
 			g.Expect(stderr).NotTo(ContainSubstring("feasibleTarget"))
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		By("a healthy target is admitted without a warning")
 		stderr, err := dryRun(vmimYAML(ns, "anywhere", "vm-a"))
 		Expect(err).NotTo(HaveOccurred(), stderr)
@@ -157,7 +157,7 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			stderr, err := dryRun(vmimToYAML(ns, "to-2", "vm-a", "node-2"))
 			g.Expect(err).NotTo(HaveOccurred(), stderr)
 			g.Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy: admitted with 1 target whose migration path from node-1 is unverified: node-2: node-2's probe results are stale"))
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		Expect(cond(ctx)).To(HavePrefix("False/"+netcontroller.ReasonPathsFailing), "node-3's pairs still fail")
 		Expect(f.ProbeAgents.Hold(ctx, "node-2", false)).To(Succeed())
 
@@ -167,16 +167,16 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			for _, n := range nodes {
 				g.Expect(rs[n].Failing).To(BeEmpty(), n)
 			}
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		By("repaired: Healthy True again, and the migration to node-3 is admitted again")
-		Eventually(cond).WithContext(ctx).WithTimeout(framework.Short).Should(HavePrefix("True/" + netcontroller.ReasonPathsVerified))
-		Eventually(settingEvents).WithContext(ctx).WithArguments(start).WithTimeout(framework.Short).Should(ContainElement(
+		Eventually(cond).WithContext(ctx).WithTimeout(framework.Long).Should(HavePrefix("True/" + netcontroller.ReasonPathsVerified))
+		Eventually(settingEvents).WithContext(ctx).WithArguments(start).WithTimeout(framework.Long).Should(ContainElement(
 			HavePrefix("Normal " + netcontroller.ReasonPathsHealthy + ": ")))
 		Eventually(func(g Gomega) {
 			stderr, err := dryRun(vmimToYAML(ns, "to-3", "vm-a", "node-3"))
 			g.Expect(err).NotTo(HaveOccurred(), stderr)
 			g.Expect(stderr).To(BeEmpty())
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 	})
 
 	// Fault caught: a PathReport writable by anyone with RBAC on it (an agent, or a compromised
@@ -190,7 +190,7 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			r.Failing = nil
 			err = f.Client.Update(ctx, r) // as the suite's admin: no node
 			g.Expect(apierrors.IsConflict(err)).To(BeFalse(), "%v", err)
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("PathReport node-1 is written only by the probe agent on node node-1"))
 		Expect(strings.ToLower(err.Error())).To(ContainSubstring("has no node"))
