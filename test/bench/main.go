@@ -27,10 +27,18 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == agentCommand {
+		if err := probeAgent(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	measures := []measure{
 		{"setting-validate", settingValidate},
 		{"admission", benchAdmission},
 		{"reconcile", reconcile},
+		{"probe", benchProbe},
 	}
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
