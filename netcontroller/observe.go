@@ -93,7 +93,7 @@ func nodeStatus(node string, pods []*corev1.Pod, in Input) v1beta1.NodeMigration
 			st.Reason = ReasonNotRolled
 			continue
 		}
-		if !podReady(p) {
+		if !PodReady(p) {
 			st.Reason = ReasonPodNotReady
 			continue
 		}
@@ -160,7 +160,8 @@ func MigrationAddr(p *corev1.Pod) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether the pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

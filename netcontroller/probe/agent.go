@@ -340,7 +340,7 @@ func (a *Agent) liveAgents(ctx context.Context) map[string]bool {
 	}
 	live := map[string]bool{}
 	for i := range agents.Items {
-		if p := &agents.Items[i]; p.DeletionTimestamp == nil && podReady(p) {
+		if p := &agents.Items[i]; p.DeletionTimestamp == nil && netcontroller.PodReady(p) {
 			live[p.Spec.NodeName] = true
 		}
 	}
@@ -377,14 +377,6 @@ func problemOf(err error) string {
 	return v1beta1.ProbeSocket
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 func cut(network string) (string, string, bool) {
 	for i := 0; i < len(network); i++ {
