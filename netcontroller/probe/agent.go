@@ -377,7 +377,6 @@ func problemOf(err error) string {
 	return v1beta1.ProbeSocket
 }
 
-
 func cut(network string) (string, string, bool) {
 	for i := 0; i < len(network); i++ {
 		if network[i] == '/' {
