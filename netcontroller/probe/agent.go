@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -290,7 +291,7 @@ func (a *Agent) open(ctx context.Context, loc located) error {
 // configuredMTU is the NAD's "mtu", 0 when it has none or cannot be read (the interface's is
 // used then: the bridge plugin set it from the same config).
 func (a *Agent) configuredMTU(ctx context.Context, network string) int {
-	ns, name, ok := cut(network)
+	ns, name, ok := strings.Cut(network, "/")
 	if !ok {
 		return 0
 	}
@@ -375,13 +376,4 @@ func problemOf(err error) string {
 		return v1beta1.ProbeNoInterface
 	}
 	return v1beta1.ProbeSocket
-}
-
-func cut(network string) (string, string, bool) {
-	for i := 0; i < len(network); i++ {
-		if network[i] == '/' {
-			return network[:i], network[i+1:], true
-		}
-	}
-	return "", "", false
 }
