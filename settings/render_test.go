@@ -100,3 +100,15 @@ func TestRenderNAD(t *testing.T) {
 		t.Error("short hashes are kept whole")
 	}
 }
+
+func TestMTUOfConfig(t *testing.T) {
+	m, errs := ParseMigrationNetwork(`{"clusterNetwork":"migration","range":"10.0.0.0/24","mtu":9000}`, nil)
+	if m == nil {
+		t.Fatal(errs)
+	}
+	for config, want := range map[string]int{NADConfig(m): 9000, `{"type":"bridge"}`: 0, `not json`: 0, `{"mtu":-5}`: 0} {
+		if got := MTUOfConfig(config); got != want {
+			t.Errorf("MTUOfConfig(%s) = %d, want %d", config, got, want)
+		}
+	}
+}
