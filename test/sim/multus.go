@@ -65,6 +65,7 @@ type sandbox struct {
 	// pause is the sandbox's process with real node networks (nil otherwise): in the sandbox's
 	// namespace and a cgroup named after the pod, where the probe agent finds it.
 	pause    *nodenet.Pause
+	stopped  bool // torn down or gone: a pause process starting late stops at once
 	pod      types.NamespacedName
 	uid      types.UID
 	attached []attachment
@@ -130,8 +131,10 @@ func (r *Multus) observe(o client.Object, gone bool) {
 		if sb.netns != "" {
 			// The sandbox is gone from the node with nothing told (no CNI DEL): its interfaces go
 			// with its namespace, its addresses stay held.
+			sb.stopped = true
+			pause := sb.pause
 			go func() {
-				sb.pause.Stop()
+				pause.Stop()
 				_ = nodenet.DelNS(context.Background(), sb.netns)
 			}()
 		}
@@ -213,7 +216,11 @@ func (r *Multus) teardown(ctx context.Context, uid types.UID, sb *sandbox) error
 		}
 	}
 	if sb.netns != "" {
-		sb.pause.Stop()
+		r.mu.Lock()
+		sb.stopped = true
+		pause := sb.pause
+		r.mu.Unlock()
+		pause.Stop()
 		if err := nodenet.DelNS(ctx, sb.netns); err != nil {
 			return err
 		}
@@ -253,10 +260,22 @@ func (r *Multus) attach(ctx context.Context, pod *corev1.Pod) ([]nadv1.NetworkSt
 		if err := nodenet.AddNS(ctx, sb.netns); err != nil {
 			return nil, err
 		}
-		if sb.pause, err = r.Nodes.Pause(sb.netns, string(pod.UID)); err != nil {
-			_ = nodenet.DelNS(ctx, sb.netns)
-			return nil, err
-		}
+		// The sandbox's process, started beside the attachment and never in its way: without it
+		// the probe agent reports NoNamespace for the node, which blocks nothing.
+		go func() {
+			p, err := r.Nodes.Pause(sb.netns, string(pod.UID))
+			if err != nil {
+				r.Recorder.Eventf(pod, corev1.EventTypeWarning, "PauseFailed", "the sandbox's process: %v", err)
+				return
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if sb.stopped {
+				p.Stop()
+				return
+			}
+			sb.pause = p
+		}()
 	}
 	r.mu.Lock()
 	r.sandboxes[pod.UID] = sb // registered first, so a deletion seen meanwhile marks it
