@@ -62,6 +62,12 @@ var _ = Describe("migranet dev", func() {
 		conn.Close()
 
 		Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
-		Eventually(done).WithTimeout(30 * time.Second).Should(Receive(BeNil()))
+		Eventually(done).WithTimeout(30*time.Second).Should(Receive(BeNil()), func() string {
+			b, _ := os.ReadFile(filepath.Join(dir, "dev.log"))
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			return "the end of migranet dev's log:\n" + string(b)
+		})
 	})
 })
