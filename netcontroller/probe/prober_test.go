@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -94,13 +95,26 @@ func TestOneWay(t *testing.T) {
 	if r := a.Check(ctx, peer); r.Reason != v1beta1.PathUnreachable {
 		t.Fatalf("nothing heard yet: %q, want Unreachable", r.Reason)
 	}
+	var seq uint64
 	send := func(echo uint64) {
+		seq++
 		pkt := make([]byte, headerLen)
-		header{kind: kindProbe, net: IDOf(testNet), seq: 1, size: headerLen, echo: echo}.encode(pkt)
+		header{kind: kindProbe, net: IDOf(testNet), seq: seq, size: headerLen, echo: echo}.encode(pkt)
 		if _, err := mute.WriteToUDPAddrPort(pkt, addrOf(a.conn)); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond) // let Serve read it
+		for deadline := time.Now().Add(2 * time.Second); ; { // until Serve has read it
+			a.mu.Lock()
+			got := a.seenLocked(peer.Addr.Addr()).maxSeq
+			a.mu.Unlock()
+			if got == seq {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the probe with sequence number %d never reached Serve", seq)
+			}
+			runtime.Gosched()
+		}
 	}
 	send(a.seq.Load()) // it received everything we sent: no proof
 	if r := a.Check(ctx, peer); r.Reason != v1beta1.PathUnreachable {
