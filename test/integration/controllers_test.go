@@ -368,16 +368,13 @@ var _ = Describe("whereabouts IP pool cleanup", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(f.Client.Get(ctx, client.ObjectKeyFromObject(old), old.DeepCopy()))
 		}).WithTimeout(framework.Short).Should(BeTrue(), "the pool of the old range")
-		want := map[string]string{}
-		for _, p := range virtHandlers(ctx) {
-			want[sim.OffsetKey(netip.MustParsePrefix("192.168.100.0/24"), migrationIP(&p))] = cluster.KubeVirtNamespace + "/" + p.Name
-		}
-		Expect(want).To(HaveLen(3))
-		Eventually(func(g Gomega) map[string]string {
+		Eventually(func(g Gomega) {
+			want := virtHandlerAllocations(ctx, g, netip.MustParsePrefix("192.168.100.0/24"))
+			g.Expect(want).To(HaveLen(3))
 			allocs, err := poolAllocations(ctx, "192.168.100.0-24")
 			g.Expect(err).NotTo(HaveOccurred())
-			return podRefs(allocs)
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(want), "the current pool: leaked allocation released, live ones kept")
+			g.Expect(podRefs(allocs)).To(Equal(want), "the current pool: leaked allocation released, live ones kept")
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(foreign), foreign.DeepCopy())).To(Succeed())
 			allocs, err := poolAllocations(ctx, "192.168.100.0-24")

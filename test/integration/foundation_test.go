@@ -170,8 +170,27 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// migrationIP is the migration0 address in the pod's network-status, or the zero Addr.
+// virtHandlerAllocations is what the pool of rng holds for the live virt-handlers (allocation
+// key → kubevirt/<pod>); it fails g while one has no address in rng yet (still being attached).
+func virtHandlerAllocations(ctx context.Context, g Gomega, rng netip.Prefix) map[string]string {
+	want := map[string]string{}
+	for _, p := range virtHandlers(ctx) {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		ip := migrationIP(&p)
+		g.Expect(rng.Contains(ip)).To(BeTrue(), "%s has no migration0 address in %s yet", p.Name, rng)
+		want[sim.OffsetKey(rng, ip)] = cluster.KubeVirtNamespace + "/" + p.Name
+	}
+	return want
+}
+
+// migrationIP is the migration0 address in the pod's network-status, or the zero Addr (also
+// for a pod whose sandbox is not attached yet, which has no network-status).
 func migrationIP(p *corev1.Pod) netip.Addr {
+	if _, ok := p.Annotations[sim.NetworkStatusAnnotation]; !ok {
+		return netip.Addr{}
+	}
 	statuses, err := nadutils.GetNetworkStatus(p)
 	if err != nil {
 		raw, _ := json.Marshal(p.Annotations)

@@ -140,15 +140,14 @@ var _ = Describe("whereabouts allocations leaked by vanished virt-handlers", fun
 		}
 
 		// What the pool holds in the end: the three live virt-handlers and the tenant's leak.
-		want := map[string]string{tenantKey: ns + "/web-0"}
-		for _, p := range virtHandlers(ctx) {
-			want[sim.OffsetKey(rng, migrationIP(&p))] = cluster.KubeVirtNamespace + "/" + p.Name
-		}
-		Eventually(func(g Gomega) map[string]string {
+		var want map[string]string
+		Eventually(func(g Gomega) {
+			want = virtHandlerAllocations(ctx, g, rng)
+			want[tenantKey] = ns + "/web-0"
 			allocs, err := poolAllocations(ctx, poolName)
 			g.Expect(err).NotTo(HaveOccurred())
-			return podRefs(allocs)
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(want))
+			g.Expect(podRefs(allocs)).To(Equal(want))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 		Eventually(func() *v1beta1.IPCapacity { return setting(ctx).Status.Capacity }).WithContext(ctx).
 			WithTimeout(framework.Short).Should(Equal(&v1beta1.IPCapacity{Usable: "5", Used: "4", Free: "1", Summary: "4/5"}),
 			"used counts the pool's allocations, the tenant's leak included")

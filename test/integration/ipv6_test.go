@@ -19,7 +19,6 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/framework"
-	"github.com/migranet/migranet/test/sim"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
@@ -174,20 +173,13 @@ var _ = Describe("an IPv6 migration network (a /64) beside the IPv4 pod network"
 	// released), or offsets of a /64 mishandled.
 	It("finds the range's IPPool by its IPv6 name and releases a force-deleted virt-handler's allocation", func(ctx context.Context) {
 		const poolName = "fd00-10-77---64"
-		want := func() map[string]string {
-			out := map[string]string{}
-			for _, p := range virtHandlers(ctx) {
-				if p.DeletionTimestamp == nil {
-					out[sim.OffsetKey(rng, migrationIP(&p))] = cluster.KubeVirtNamespace + "/" + p.Name
-				}
-			}
-			return out
-		}
-		Eventually(func(g Gomega) map[string]string {
+		// Every live virt-handler's address and nothing else, read again on each try.
+		Eventually(func(g Gomega) {
+			want := virtHandlerAllocations(ctx, g, rng)
 			allocs, err := poolAllocations(ctx, poolName)
 			g.Expect(err).NotTo(HaveOccurred())
-			return podRefs(allocs)
-		}).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(want()))
+			g.Expect(podRefs(allocs)).To(Equal(want))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 
 		victim := virtHandlers(ctx)[0]
 		By("force-deleting " + victim.Name + " (" + migrationIP(&victim).String() + ")")
@@ -198,7 +190,7 @@ var _ = Describe("an IPv6 migration network (a /64) beside the IPv4 pod network"
 			g.Expect(podRefs(allocs)).NotTo(ContainElement(cluster.KubeVirtNamespace+"/"+victim.Name), "the leaked allocation is released")
 			g.Expect(condition(ctx, v1beta1.ConditionReady)).To(Equal("True/" + netcontroller.ReasonReady))
 			g.Expect(setting(ctx).Status.Nodes).To(HaveEach(HaveField("Reason", "")))
-			g.Expect(podRefs(allocs)).To(Equal(want()))
+			g.Expect(podRefs(allocs)).To(Equal(virtHandlerAllocations(ctx, g, rng)))
 		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		expectIPv6Nodes(ctx, rng)
 		Expect(refusedStatusEvents(ctx, start)).To(BeEmpty(), "no status write was refused")

@@ -230,34 +230,50 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 			WithTimeout(framework.Long).Should(Equal(string(kubevirtv1.MigrationSucceeded)))
 	})
 
-	It("cannot see an uplink MTU below the network's: admits the migration and reports the network Ready, and the stand-in's migration stalls and is aborted", func(ctx context.Context) {
-		// The uplink's MTU is set in the node's kernel from Harvester's VlanConfig
-		// (spec.uplink.linkAttributes.mtu); Harvester keeps every VlanConfig of a cluster network
-		// at one MTU and the NAD's at the cluster network's, but while a VlanConfig's MTU changes
-		// node by node, or on a cluster whose NAD webhook is not Harvester's, no object migranet
-		// reads says a node's uplink is narrower than the NAD.
+	It("refuses a migration to a node whose uplink is narrower than the network's MTU once the probe agents see it, which the stand-in stalls and aborts; once repaired, admits one that completes", func(ctx context.Context) {
+		// Harvester sets the uplink's MTU in the node's kernel from its VlanConfig; while one
+		// VlanConfig's MTU differs, or on a cluster whose NAD webhook is not Harvester's, no
+		// object says a node's uplink is narrower than the NAD: only packets do.
+		if f.NodeNetworks == nil {
+			Skip("the probe agents need the nodes' real networks (MIGRANET_TEST_SKIP=netns)")
+		}
 		jumbo := `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
-		ns, _, target := vmOnNetwork(ctx, jumbo)
+		ns, source, target := vmOnNetwork(ctx, jumbo)
 		key := cluster.UplinkMTUAnnotationPrefix + cluster.DefaultClusterNetwork
 		patchNode(ctx, target, func(n *corev1.Node) { n.Annotations[key] = "1500" },
 			func(n *corev1.Node) { n.Annotations[key] = strconv.Itoa(cluster.DefaultUplinkMTU) })
 
-		_, stderr, err := f.Kubectl(vmimTo(ns, "stalls", "vm", target), "create", "-f", "-")
-		Expect(err).NotTo(HaveOccurred(), stderr)
-		Expect(stderr).NotTo(ContainSubstring("Warning"), "migranet sees nothing wrong")
-		Expect(networkCondition(ctx, v1beta1.ConditionReady)).To(Equal("True/" + netcontroller.ReasonReady))
+		By("the agents reporting the pair: Healthy False, and the migration refused naming it")
+		Eventually(networkCondition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).
+			WithTimeout(framework.Long).Should(Equal("False/" + netcontroller.ReasonPathsFailing))
+		Eventually(func() string {
+			_, stderr, err := f.Kubectl(vmimTo(ns, "refused", "vm", target), "create", "-f", "-")
+			if err == nil {
+				StopTrying("migranet admitted the migration (stderr: " + stderr + ")").Now()
+			}
+			return stderr
+		}).WithTimeout(framework.Short).Should(And(ContainSubstring("migranet pathHealthy"),
+			ContainSubstring(fmt.Sprintf("9000-byte frames from %s to %s do not arrive", source, target))))
+
+		By("the stand-in stalling the same migration once migranet only warns")
+		warnOnly("pathHealthy")
+		stderr := createWarned(vmimTo(ns, "stalls", "vm", target))
+		Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy"))
 		ms := waitFailed(ctx, ns, "stalls", "vm")
 		Expect(ms.TargetNodeDomainDetected).To(BeTrue(), "the connection opened: small packets pass")
 		Expect(ms.FailureReason).To(Equal("Live migration stuck for 150 seconds and has been aborted"))
 
-		By("the uplink back at 9000: the same migration completes")
+		By("the uplink back at 9000: Healthy again, admitted under enforcement, and completed")
+		setSetting(ctx, v1beta1.MigrationPolicy, "")
 		n := &corev1.Node{}
 		Expect(f.Client.Get(ctx, client.ObjectKey{Name: target}, n)).To(Succeed())
 		patch := client.MergeFrom(n.DeepCopy())
 		n.Annotations[key] = strconv.Itoa(cluster.DefaultUplinkMTU)
 		Expect(f.Client.Patch(ctx, n, patch)).To(Succeed())
-		_, stderr, err = f.Kubectl(vmimTo(ns, "again", "vm", target), "create", "-f", "-")
-		Expect(err).NotTo(HaveOccurred(), stderr)
+		waitNetworkReady(ctx, netcontroller.ReasonReady)
+		// createWarned retries while the aborted migration's target pod is still being deleted.
+		stderr = createWarned(vmimTo(ns, "again", "vm", target))
+		Expect(stderr).NotTo(ContainSubstring("Warning"))
 		Eventually(migrationPhase).WithContext(ctx).WithArguments(ns, "again").
 			WithTimeout(framework.Long).Should(Equal(string(kubevirtv1.MigrationSucceeded)))
 	})

@@ -127,6 +127,16 @@ func (f *Fabric) RemoveUplink(ctx context.Context, node, cn string) error {
 	return ip(ctx, "-n", host, "link", "del", UplinkName(cn))
 }
 
+// SetCarrier sets node's uplink of cn down (a pulled cable, a bond without members) or up again;
+// SetUplink leaves the state alone.
+func (f *Fabric) SetCarrier(ctx context.Context, node, cn string, up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	return ip(ctx, "-n", string(f.Host(node)), "link", "set", UplinkName(cn), state)
+}
+
 // RemoveNode deletes the node's host namespace and with it its bridges and uplinks.
 func (f *Fabric) RemoveNode(ctx context.Context, node string) error { return DelNS(ctx, f.Host(node)) }
 

@@ -1,0 +1,122 @@
+package integration
+
+import (
+	"context"
+	"net/netip"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/test/nodenet"
+)
+
+// pathFault breaks node-3's paths in the nodes' real networks and returns its repair.
+type pathFault func(ctx context.Context, node1 netip.Addr) (repair func(context.Context) error)
+
+// The faults besides a narrowed uplink (probeagents_test.go), each through the real probe agents
+// and admission: the pairs reported with their reason within a round or two, the migration from
+// node-1 to node-3 refused naming the pair, one to the healthy node-2 admitted without a warning,
+// and node-3 admitted again after the repair.
+//
+// Faults caught: an agent that reads a dead path as healthy (a report that keeps its last good
+// verdict, probes judged by the socket's send result), a one-way cut reported as healthy from the
+// side whose probes still arrive, the pathHealthy rule ignoring Unreachable or OneWay, a repaired
+// path still refused. Each was seen to fail this table by turning the agent's verdicts off
+// (every probe counted as answered).
+var _ = Describe("migration-path faults seen by the real probe agents", func() {
+	BeforeEach(func() {
+		if f.NodeNetworks == nil {
+			Skip("node networks are simulated (MIGRANET_TEST_SKIP=netns): there are no packets to probe")
+		}
+		DeferCleanup(resetToPodNetwork)
+	})
+
+	DescribeTable("reports the pairs, refuses migrations through them, admits them again after the repair",
+		func(ctx context.Context, fault pathFault, node1, node2, node3 []string, reason string) {
+			ns := f.Namespace(ctx)
+			setValue(ctx, net1500)
+			waitReady(ctx, netcontroller.ReasonReady)
+			var addr1 netip.Addr
+			Eventually(func(g Gomega) {
+				a, err := netip.ParseAddr(reports(ctx, g)["node-1"].Address)
+				g.Expect(err).NotTo(HaveOccurred())
+				addr1 = a
+			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+			Expect(f.Client.Create(ctx, framework.VMI(ns, "vm-a", "node-1", nil))).To(Succeed())
+
+			repair := fault(ctx, addr1)
+			repaired := false
+			DeferCleanup(func(ctx context.Context) {
+				if !repaired {
+					Expect(repair(ctx)).To(Succeed())
+				}
+			})
+			Eventually(func(g Gomega) {
+				rs := reports(ctx, g)
+				g.Expect(failingOf(rs["node-1"])).To(Equal(node1), "node-1")
+				g.Expect(failingOf(rs["node-2"])).To(Equal(node2), "node-2")
+				g.Expect(failingOf(rs["node-3"])).To(Equal(node3), "node-3")
+			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed(), "within a round or two (4 s each here)")
+			Eventually(func(ctx context.Context) string { c, _ := healthy(ctx); return c }).WithContext(ctx).
+				WithTimeout(framework.Long).Should(And(HavePrefix("False/"+netcontroller.ReasonPathsFailing+": "), ContainSubstring("node-3")))
+
+			By("node-3 refused from node-1, naming the pair; node-2 admitted")
+			Eventually(func(g Gomega) {
+				stderr, err := dryRun(vmimToYAML(ns, "to-3", "vm-a", "node-3"))
+				g.Expect(err).To(HaveOccurred())
+				g.Expect(stderr).To(And(
+					ContainSubstring("migranet pathHealthy: no target with a healthy migration path from node-1: node-3: "),
+					ContainSubstring(reason)))
+			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+			stderr, err := dryRun(vmimToYAML(ns, "to-2", "vm-a", "node-2"))
+			Expect(err).NotTo(HaveOccurred(), stderr)
+			Expect(stderr).To(BeEmpty())
+
+			By("repaired: no failing pair, Healthy True, node-3 admitted again")
+			Expect(repair(ctx)).To(Succeed())
+			repaired = true
+			Eventually(func(g Gomega) {
+				rs := reports(ctx, g)
+				for _, n := range []string{"node-1", "node-2", "node-3"} {
+					g.Expect(rs[n].Failing).To(BeEmpty(), n)
+				}
+			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+			Eventually(func(ctx context.Context) string { c, _ := healthy(ctx); return c }).WithContext(ctx).
+				WithTimeout(framework.Long).Should(HavePrefix("True/" + netcontroller.ReasonPathsVerified))
+			Eventually(func(g Gomega) {
+				stderr, err := dryRun(vmimToYAML(ns, "to-3", "vm-a", "node-3"))
+				g.Expect(err).NotTo(HaveOccurred(), stderr)
+				g.Expect(stderr).To(BeEmpty())
+			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		},
+		Entry("node-3 cut off: its uplink's carrier down",
+			pathFault(func(ctx context.Context, _ netip.Addr) func(context.Context) error {
+				Expect(f.NodeNetworks.Fabric.SetCarrier(ctx, "node-3", "migration", false)).To(Succeed())
+				return func(ctx context.Context) error { return f.NodeNetworks.Fabric.SetCarrier(ctx, "node-3", "migration", true) }
+			}),
+			[]string{"node-3:" + v1beta1.PathUnreachable + ":0"}, []string{"node-3:" + v1beta1.PathUnreachable + ":0"},
+			[]string{"node-1:" + v1beta1.PathUnreachable + ":0", "node-2:" + v1beta1.PathUnreachable + ":0"},
+			"no probe from node-1 reaches node-3 and nothing comes back"),
+		Entry("node-3 on another switch (its port's VLAN not trunked)",
+			pathFault(func(ctx context.Context, _ netip.Addr) func(context.Context) error {
+				Expect(f.NodeNetworks.Fabric.Isolate(ctx, "node-3", "migration", true)).To(Succeed())
+				return func(ctx context.Context) error { return f.NodeNetworks.Fabric.Isolate(ctx, "node-3", "migration", false) }
+			}),
+			[]string{"node-3:" + v1beta1.PathUnreachable + ":0"}, []string{"node-3:" + v1beta1.PathUnreachable + ":0"},
+			[]string{"node-1:" + v1beta1.PathUnreachable + ":0", "node-2:" + v1beta1.PathUnreachable + ":0"},
+			"no probe from node-1 reaches node-3 and nothing comes back"),
+		Entry("node-3's host firewall dropping what comes from node-1 (nftables, bridge family)",
+			pathFault(func(ctx context.Context, node1 netip.Addr) func(context.Context) error {
+				host := f.NodeNetworks.Fabric.Host("node-3")
+				Expect(nodenet.DropBridged(ctx, host, node1)).To(Succeed())
+				return func(ctx context.Context) error { return nodenet.UndropBridged(ctx, host) }
+			}),
+			// node-1's probes are lost, node-3's arrive (their answers do not): node-1 proves it
+			// OneWay by node-3's echo; node-3 sees nothing come back.
+			[]string{"node-3:" + v1beta1.PathOneWay + ":0"}, nil, []string{"node-1:" + v1beta1.PathUnreachable + ":0"},
+			"packets from node-1 do not reach node-3 while node-3's own probes arrive"),
+	)
+})
