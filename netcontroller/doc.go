@@ -7,6 +7,7 @@
 // poolcheck.go); Offenders scans for pods and VMIs that attached the network before the guard
 // policies existed (offenders.go). From the probe agents' PathReports the PathObserver (every
 // replica) publishes the paths' health (settings.PathStore) and PathStatus (leader only) writes the
-// Healthy condition and status.paths (pathobserver.go, pathstatus.go). It exports the same observation as Prometheus gauges
+// Healthy condition and status.paths (pathobserver.go, pathstatus.go); ProbePlacement (leader only)
+// keeps the probe agent's DaemonSet on the nodes virt-handler may run on (probeplacement.go). It exports the same observation as Prometheus gauges
 // (metrics.go) and records an event on each condition transition. It imports only settings.
 package netcontroller

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,6 +40,7 @@ type managerFlags struct {
 	namespace            string
 	kubevirtNamespace    string
 	whereaboutsNamespace string
+	probeNamespace       string
 	webhookHost          string
 	webhookPort          int
 	certDir              string
@@ -94,6 +96,7 @@ func parseManagerFlags(args []string, dev bool) (*managerFlags, *flag.FlagSet, e
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "migranet-system"), "namespace migranet runs in: its leader-election lease and webhook certificate Secret live there (default: $POD_NAMESPACE)")
 	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
 	fs.StringVar(&f.whereaboutsNamespace, "whereabouts-namespace", "kube-system", "namespace where whereabouts keeps its IPPools (stale pools of previous migration ranges are deleted there)")
+	fs.StringVar(&f.probeNamespace, "probe-namespace", netcontroller.DefaultProbeNamespace, "namespace of the probe agent's DaemonSet "+netcontroller.ProbeDaemonSet+", which the leader places as KubeVirt places virt-handler")
 	fs.StringVar(&f.webhookHost, "webhook-host", "", "address the webhook server binds (default all; dev: 127.0.0.1)")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "port of the webhook server (dev: 0 picks a free one)")
 	fs.StringVar(&f.certDir, "cert-dir", "", "directory with tls.crt and tls.key for the webhook server (dev: generated when empty)")
@@ -195,6 +198,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	}
 	cacheOpts := webhook.CacheOptions(f.kubevirtNamespace)
 	cacheOpts.ByObject[&v1beta1.PathReport{}] = netcontroller.PathReportCache()
+	cacheOpts.ByObject[&appsv1.DaemonSet{}] = netcontroller.ProbeDaemonSetCache(f.probeNamespace)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Metrics: metricsserver.Options{
@@ -267,6 +271,10 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Observer: pathObserver, Changed: pathsChanged,
 		Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the path status writer: %w", err)
+	}
+	if err := (&netcontroller.ProbePlacement{Client: mgr.GetClient(), Namespace: f.probeNamespace,
+		KubeVirtNamespace: f.kubevirtNamespace}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the probe agent's placement: %w", err)
 	}
 	pods, err := migrationcheck.NewPodCache(mgr)
 	if err != nil {

@@ -119,8 +119,14 @@ func VirtHandlerDaemonSet(kv *kubevirtv1.KubeVirt) *appsv1.DaemonSet {
 		AutomountServiceAccountToken: new(bool),
 		Tolerations:                  []corev1.Toleration{{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists}},
 	}
+	// placement.InjectPlacementMetadata(kv.Spec.Workloads, …, AnyNode), KubeVirt v1.8.4: the
+	// workloads' node selector over kubernetes.io/os=linux, their affinity, their tolerations
+	// after newPodTemplateSpec's.
+	spec.NodeSelector = map[string]string{corev1.LabelOSStable: "linux"}
 	if p := kv.Spec.Workloads; p != nil && p.NodePlacement != nil {
-		spec.NodeSelector = p.NodePlacement.NodeSelector
+		for k, v := range p.NodePlacement.NodeSelector {
+			spec.NodeSelector[k] = v
+		}
 		spec.Affinity = p.NodePlacement.Affinity
 		spec.Tolerations = append(spec.Tolerations, p.NodePlacement.Tolerations...)
 	}
