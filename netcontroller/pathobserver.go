@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,6 +53,10 @@ func (o *PathObserver) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{NeedLeaderElection: ptr(false)}).
 		For(&v1beta1.Setting{}, builder.WithPredicates(isMigrationNetwork, valueChanged)).
 		Watches(&v1beta1.PathReport{}, toSetting).
+		// A virt-handler pod created or deleted: reports of a replaced pod stop judging.
+		Watches(&corev1.Pod{}, toSetting, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectNew.GetUID() != e.ObjectOld.GetUID() },
+		})).
 		WatchesRawSource(source.Channel(first, &handler.EnqueueRequestForObject{})).
 		Complete(o)
 }
@@ -86,6 +91,16 @@ func (o *PathObserver) Reconcile(ctx context.Context, req reconcile.Request) (re
 	for i := range list.Items {
 		reports[i] = &list.Items[i]
 	}
+	pods := &corev1.PodList{}
+	if err := o.Client.List(ctx, pods, client.InNamespace(o.KubeVirtNamespace),
+		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, err
+	}
+	handlers := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		handlers[i] = &pods.Items[i]
+	}
+	reports = settings.CurrentReports(reports, settings.VirtHandlerUIDs(handlers))
 	o.longest.Store(int64(LongestRound(network, reports)))
 	o.Paths.Publish(settings.Paths(network, reports))
 	if o.Changed != nil {

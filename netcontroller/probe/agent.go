@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,7 +121,7 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 		}
 	}
 	r := &v1beta1.PathReport{Network: loc.network, Port: int32(a.Port), AgentVersion: a.Version, IntervalSeconds: int32(a.Interval / time.Second)}
-	r.Name = a.Node
+	r.Name, r.VirtHandlerUID = a.Node, types.UID(loc.podUID)
 	if loc.problem != "" {
 		a.closeSession()
 		why := loc.problem + ": " + loc.msg

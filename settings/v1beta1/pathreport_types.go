@@ -1,6 +1,9 @@
 package v1beta1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // Reasons a PeerPath gives for a failing path.
 const (
@@ -26,6 +29,10 @@ const (
 	ProbeNoInterface = "NoInterface"
 	// ProbeSocket: the probe socket could not be opened on migration0.
 	ProbeSocket = "SocketFailed"
+	// ProbeVirtHandlerReplaced is never written by an agent: migranet reads a report as having it
+	// while the virt-handler pod it names is no longer the node's (replaced, the agent's next
+	// round not yet reported), so results of a gone pod's interface judge nothing.
+	ProbeVirtHandlerReplaced = "VirtHandlerReplaced"
 )
 
 // PathReport is what one node's probe agent (`migranet probe`) found about the migration
@@ -53,6 +60,9 @@ type PathReport struct {
 	// none (see Problem).
 	// +optional
 	Address string `json:"address,omitempty"`
+	// VirtHandlerUID is the UID of the virt-handler pod whose migration0 the probes leave from.
+	// +optional
+	VirtHandlerUID types.UID `json:"virtHandlerUID,omitempty"`
 	// Port is the UDP port the agent answers probes on.
 	// +optional
 	Port int32 `json:"port,omitempty"`

@@ -118,5 +118,14 @@ func (a *APIState) Paths(ctx context.Context) *settings.PathHealth {
 	for i := range list.Items {
 		reports[i] = &list.Items[i]
 	}
+	pods := &corev1.PodList{}
+	if err := a.Reader.List(ctx, pods, client.InNamespace(a.KubeVirtNamespace),
+		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}); err == nil {
+		handlers := make([]*corev1.Pod, len(pods.Items))
+		for i := range pods.Items {
+			handlers[i] = &pods.Items[i]
+		}
+		reports = settings.CurrentReports(reports, settings.VirtHandlerUIDs(handlers))
+	}
 	return settings.Paths(settings.NADRef(a.KubeVirtNamespace, a.Snapshot.Network), reports)
 }
