@@ -39,6 +39,7 @@ var (
 		{peers: 100, spread: 2 * time.Second},
 		{peers: 100, spread: 200 * time.Millisecond},
 		{peers: 1000, spread: 2 * time.Second},
+		{peers: 100, spread: 2 * time.Second, netns: true},
 	}
 	prModelNodes = []int{100, 1000, 5000, 10000}
 )
@@ -64,7 +65,9 @@ func benchProbe() ([]string, error) {
 	defer os.RemoveAll(dir)
 	most := 0
 	for _, c := range prCases {
-		most = max(most, c.peers)
+		if !c.netns {
+			most = max(most, c.peers)
+		}
 	}
 	probers := make([]*probe.Prober, most)
 	addrs := make([]string, most)
@@ -80,11 +83,23 @@ func benchProbe() ([]string, error) {
 	}
 	verbose := os.Getenv("BENCH_VERBOSE") != ""
 	var noops []agentRun
+	var skipped []string
 	cases := slices.Clone(prCases)
 	for k := range cases {
 		c := &cases[k]
-		file := filepath.Join(dir, fmt.Sprintf("peers-%d", c.peers))
-		if err := os.WriteFile(file, []byte(strings.Join(addrs[:c.peers], "\n")+"\n"), 0o600); err != nil {
+		peers, peerAddrs, netns, listen := probers[:c.peers], addrs[:c.peers], "", "127.0.0.1:0"
+		if c.netns {
+			fabric, err := newNetnsFabric(ctx, c.peers)
+			if err != nil {
+				skipped = append(skipped, fmt.Sprintf("bench probe %s: not measured: %v", c.name(), err))
+				continue
+			}
+			defer fabric.Close()
+			peers, peerAddrs = fabric.probers, fabric.addrs
+			netns, listen = string(fabric.ns(0)), netip.AddrPortFrom(fabric.agentAddr, 0).String()
+		}
+		file := filepath.Join(dir, fmt.Sprintf("peers-%d", k))
+		if err := os.WriteFile(file, []byte(strings.Join(peerAddrs, "\n")+"\n"), 0o600); err != nil {
 			return nil, err
 		}
 		for run := range prRuns {
@@ -93,7 +108,7 @@ func benchProbe() ([]string, error) {
 				modes = []string{"probe", "noop"}
 			}
 			for _, mode := range modes {
-				r, err := runAgent(ctx, mode, file, probers[:c.peers], c.spread, c.rounds())
+				r, err := runAgent(ctx, agentAt{netns: netns, listen: listen}, mode, file, peers, c.spread, c.rounds())
 				if err != nil {
 					return nil, fmt.Errorf("%s, %s run %d: %w", c.name(), mode, run+1, err)
 				}
@@ -114,8 +129,11 @@ func benchProbe() ([]string, error) {
 		"CPU %s ms per run (start to exit), peak RSS %s MiB (min/median/max)",
 		prLife, len(noops), mmm(noops, func(r agentRun) float64 { return float64(r.cpu) / 1e6 }), mmm(noops, hwmMiB))}
 	for _, c := range cases {
-		lines = append(lines, c.line())
+		if len(c.probe) > 0 {
+			lines = append(lines, c.line())
+		}
 	}
+	lines = append(lines, skipped...)
 	return append(lines, modelLine(cases)), nil
 }
 
@@ -145,10 +163,15 @@ func hwmMiB(r agentRun) float64        { return float64(r.hwmKiB) / 1024 }
 
 // runAgent runs one agent process in mode over the peers in file, probers being those peers, for
 // rounds rounds of spread; in mode probe the peers probe the agent during each round, spread as its
-// own probes are. Every path must pass: this is loopback.
-func runAgent(ctx context.Context, mode, file string, probers []*probe.Prober, spread time.Duration, rounds int) (agentRun, error) {
-	cmd := exec.CommandContext(ctx, os.Args[0], agentCommand, "-mode="+mode, "-peers="+file,
-		fmt.Sprintf("-mtu=%d", prMTU), "-spread="+spread.String())
+// own probes are. Every path must pass: loopback, or one bridge.
+func runAgent(ctx context.Context, at agentAt, mode, file string, probers []*probe.Prober, spread time.Duration, rounds int) (agentRun, error) {
+	args := []string{os.Args[0], agentCommand, "-mode=" + mode, "-peers=" + file,
+		fmt.Sprintf("-mtu=%d", prMTU), "-spread=" + spread.String(), "-listen=" + at.listen}
+	if at.netns != "" {
+		// ip netns exec execs the agent in place: the process measured is the agent's.
+		args = append([]string{"ip", "netns", "exec", at.netns}, args...)
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -213,6 +236,10 @@ func runAgent(ctx context.Context, mode, file string, probers []*probe.Prober, s
 	return run, nil
 }
 
+// agentAt is where the agent process runs: in network namespace netns ("": this one), its socket
+// on listen.
+type agentAt struct{ netns, listen string }
+
 // probeFrom has every prober check target once, the checks started evenly over spread (as
 // Prober.Round does), and returns the probes they sent and the checks that failed.
 func probeFrom(ctx context.Context, probers []*probe.Prober, target netip.AddrPort, spread time.Duration) (uint64, []string) {
@@ -251,12 +278,20 @@ func firstFew(s []string) string {
 
 // probeCase is one case's runs, the no-op's paired with the agent's by index.
 type probeCase struct {
-	peers       int
-	spread      time.Duration
+	peers  int
+	spread time.Duration
+	// netns: the agent and each peer in a network namespace of their own on one bridge
+	// (netnsFabric) instead of on loopback.
+	netns       bool
 	noop, probe []agentRun
 }
 
-func (c probeCase) name() string { return fmt.Sprintf("%d peers over %s", c.peers, c.spread) }
+func (c probeCase) name() string {
+	if c.netns {
+		return fmt.Sprintf("%d peers in network namespaces over %s", c.peers, c.spread)
+	}
+	return fmt.Sprintf("%d peers over %s", c.peers, c.spread)
+}
 func (c probeCase) rounds() int  { return max(int(prLife/c.spread), 1) }
 
 // perPeerUs is each run's CPU per round above its paired no-op's, per peer, in µs.
@@ -322,7 +357,15 @@ func (c probeCase) line() string {
 // the CPU per peer of the two 100-peer cases — what the rate does.
 func modelLine(cases []probeCase) string {
 	slow, fast, large := cases[0], cases[1], cases[2] // prCases
-	perPeer := median(slow.perPeerUs())
+	// The CPU per peer comes from real namespaces when they were measured (cases[3]), else from
+	// loopback.
+	source := slow
+	ns, inNS := probeCase{}, len(cases) > 3 && len(cases[3].probe) > 0
+	if inNS {
+		ns = cases[3]
+		source = ns
+	}
+	perPeer := median(source.perPeerUs())
 	var parts []string
 	for _, n := range prModelNodes {
 		l := probeModel(n-1, prInterval, prTimeout, prTries, prMaxRate, prMTU)
@@ -331,23 +374,37 @@ func modelLine(cases []probeCase) string {
 			n, l.spread.Round(100*time.Millisecond), l.period.Round(100*time.Millisecond), l.probesPerSec, l.pktsPerSec, l.bitsPerSec/1e6,
 			cpu, cpu/1e3/l.period.Seconds()*100))
 	}
-	base := median(values(large.noop, cpuPerRoundMs))
 	pp := fast.perPeerUs()
-	lo, hi := base+slices.Min(pp)*float64(large.peers)/1e3, base+slices.Max(pp)*float64(large.peers)/1e3
-	measured := values(large.probe, cpuPerRoundMs)
-	verdict := "agrees (the ranges overlap)"
+	lo, hi, measured, verdict := predicted(large, pp)
+	line := fmt.Sprintf("bench probe model: defaults --interval=%s --timeout=%s --tries=%d --max-rate=%.0f, MTU %d, per node, CPU %.0f µs per peer (%s): %s; "+
+		"check, linear in peers at one rate: %s predict %.0f-%.0f ms CPU per round for %s, measured %s (min/median/max): %s; "+
+		"rate: a check every %s costs %.2fx the CPU of one every %s (%s)",
+		prInterval, prTimeout, prTries, prMaxRate, prMTU, perPeer, source.name(), strings.Join(parts, "; "),
+		fast.name(), lo, hi, large.name(), mmmOf(measured, "%.0f"), verdict,
+		slow.spread/time.Duration(slow.peers), median(slow.perPeerUs())/median(pp), fast.spread/time.Duration(fast.peers), fast.name())
+	if inNS {
+		lo, hi, measured, verdict := predicted(ns, slow.perPeerUs())
+		line += fmt.Sprintf("; check, loopback against real namespaces: %s predict %.0f-%.0f ms CPU per round for %s, measured %s: %s "+
+			"(a peer costs %.2fx in namespaces)", slow.name(), lo, hi, ns.name(), mmmOf(measured, "%.0f"), verdict,
+			median(ns.perPeerUs())/median(slow.perPeerUs()))
+	}
+	return line
+}
+
+// predicted is the CPU per round c's no-op runs plus c.peers times perPeerUs predict (the range
+// over perPeerUs), c's measured CPU per round, and whether they agree.
+func predicted(c probeCase, perPeerUs []float64) (lo, hi float64, measured []float64, verdict string) {
+	base := median(values(c.noop, cpuPerRoundMs))
+	lo, hi = base+slices.Min(perPeerUs)*float64(c.peers)/1e3, base+slices.Max(perPeerUs)*float64(c.peers)/1e3
+	measured = values(c.probe, cpuPerRoundMs)
+	verdict = "agrees (the ranges overlap)"
 	switch m := median(measured); {
 	case lo > slices.Max(measured):
 		verdict = fmt.Sprintf("OVER-estimates (%.2fx the measured median)", (lo+hi)/2/m)
 	case hi < slices.Min(measured):
 		verdict = fmt.Sprintf("UNDER-estimates (%.2fx the measured median)", (lo+hi)/2/m)
 	}
-	return fmt.Sprintf("bench probe model: defaults --interval=%s --timeout=%s --tries=%d --max-rate=%.0f, MTU %d, per node, CPU %.0f µs per peer (%s): %s; "+
-		"check, linear in peers at one rate: %s predict %.0f-%.0f ms CPU per round for %s, measured %s (min/median/max): %s; "+
-		"rate: a check every %s costs %.2fx the CPU of one every %s (%s)",
-		prInterval, prTimeout, prTries, prMaxRate, prMTU, perPeer, slow.name(), strings.Join(parts, "; "),
-		fast.name(), lo, hi, large.name(), mmmOf(measured, "%.0f"), verdict,
-		slow.spread/time.Duration(slow.peers), median(slow.perPeerUs())/median(pp), fast.spread/time.Duration(fast.peers), fast.name())
+	return lo, hi, measured, verdict
 }
 
 // prLoad is what one node's agent does with the given settings.

@@ -17,7 +17,7 @@ import (
 )
 
 // agentCommand is the argument that makes the bench binary the measured probe agent:
-// bench probe-agent -mode=probe|noop -peers=<file> -mtu=<bytes> -spread=<duration>.
+// bench probe-agent -mode=probe|noop -peers=<file> -mtu=<bytes> -spread=<duration> [-listen=<addr:port>].
 const agentCommand = "probe-agent"
 
 // The probe agent's defaults (`migranet probe`), which the bench's agent uses too.
@@ -38,8 +38,7 @@ type agentMsg struct {
 	HWMKiB  int64         `json:",omitempty"` // VmHWM at the end
 }
 
-// probeAgent is the measured agent, alone in its process: it opens its probe socket on
-// 127.0.0.1, answers probes (Prober.Serve) and, for every line on its standard input, runs one
+// probeAgent is the measured agent, alone in its process: it opens its probe socket on -listen, answers probes (Prober.Serve) and, for every line on its standard input, runs one
 // round over the peers in -peers (one addr:port a line, probe.Prober.Round over -spread) or, with
 // -mode=noop, sleeps -spread instead: the same process doing no probing.
 // BENCH_PROBE_CPUPROFILE=<prefix> writes the CPU profile of each probing agent to
@@ -50,6 +49,7 @@ func probeAgent(args []string) error {
 	peersFile := fs.String("peers", "", "file of the peers' addr:port, one a line")
 	mtu := fs.Int("mtu", 9000, "the network's MTU: full-size probes fill it")
 	spread := fs.Duration("spread", 2*time.Second, "each round's probes spread over this long")
+	listen := fs.String("listen", "127.0.0.1:0", "the probe socket's address")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,7 +71,11 @@ func probeAgent(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	conn, err := probe.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	at, err := netip.ParseAddrPort(*listen)
+	if err != nil {
+		return fmt.Errorf("-listen: %w", err)
+	}
+	conn, err := probe.Listen(at)
 	if err != nil {
 		return err
 	}
