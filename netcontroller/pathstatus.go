@@ -266,7 +266,7 @@ func judgePaths(h *settings.PathHealth, network string, attached []string, now t
 	return v
 }
 
-// worst names up to n nodes with the most failing directions, most first, then by name.
+// worst names the nodes (up to n) with the most failing directions, by name.
 func worst(perNode map[string]int, n int) []string {
 	names := make([]string, 0, len(perNode))
 	for name := range perNode {
@@ -278,7 +278,13 @@ func worst(perNode map[string]int, n int) []string {
 		}
 		return names[i] < names[j]
 	})
-	return names[:min(len(names), n)]
+	// Only the nodes with the most failures: with one node's uplink narrowed, every pair of its
+	// peers fails once too, and naming them beside it would hide it.
+	top := 0
+	for top < len(names) && top < n && perNode[names[top]] == perNode[names[0]] {
+		top++
+	}
+	return names[:top]
 }
 
 // nodeList names up to n nodes and says how many more there are.

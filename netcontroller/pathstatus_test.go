@@ -53,7 +53,7 @@ func TestJudgePaths(t *testing.T) {
 		{name: "one attached node: nothing proven", reports: nil, attached: []string{"a"},
 			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"fewer than two"}, paths: "0/0 verified"},
 		{name: "a pair fails: worst node first, the pair named", reports: []*v1beta1.PathReport{pathReport("a", mtu("c"), unreachable("b")), pathReport("b"), pathReport("c", mtu("a"))}, attached: []string{"a", "b", "c"},
-			status: metav1.ConditionFalse, reason: ReasonPathsFailing, message: []string{"most from or to a, c, b:", "no probe from a reaches b", "kubectl get mpr"},
+			status: metav1.ConditionFalse, reason: ReasonPathsFailing, message: []string{"most from or to a:", "no probe from a reaches b", "kubectl get mpr"},
 			paths: "1/3 verified, 2 failing", byReason: map[string]int{v1beta1.PathMTU: 2, v1beta1.PathUnreachable: 1}},
 		{name: "failing beats unverified", reports: []*v1beta1.PathReport{pathReport("a", unreachable("b")), pathReport("b")}, attached: []string{"a", "b", "c"},
 			status: metav1.ConditionFalse, reason: ReasonPathsFailing, message: []string{"no probe from a reaches b"}, paths: "0/3 verified, 1 failing",
@@ -223,5 +223,23 @@ func TestTrimPathReportKeepsTheHealth(t *testing.T) {
 	}
 	if LongestRound(pathNet, trimmed) != LongestRound(pathNet, full()) {
 		t.Errorf("trimmed reports lose the round's duration")
+	}
+}
+
+// Fault caught: the Healthy message naming every node with a failure as the worst: one node's
+// narrowed uplink fails a direction of each of its peers too, and listing them hid the culprit.
+func TestWorstNamesOnlyTheMost(t *testing.T) {
+	for _, tc := range []struct {
+		perNode map[string]int
+		want    string
+	}{
+		{map[string]int{"node-1": 2, "node-2": 4, "node-3": 2}, "node-2"},
+		{map[string]int{"b": 1, "a": 1}, "a, b"},
+		{map[string]int{"d": 1, "c": 1, "b": 1, "a": 1}, "a, b, c"},
+		{map[string]int{}, ""},
+	} {
+		if got := strings.Join(worst(tc.perNode, worstNodes), ", "); got != tc.want {
+			t.Errorf("worst(%v) = %q, want %q", tc.perNode, got, tc.want)
+		}
 	}
 }

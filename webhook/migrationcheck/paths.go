@@ -200,7 +200,8 @@ func (p *pathIndex) unverifiedTargets(ix *nodeIndex, t *target, cands []uint64, 
 
 // checkPathHealthy: the target search (shared with feasibleTarget) dropped the targets behind a
 // failing path; when nothing else was left the rule refuses, naming each pair; when a target is
-// left but some path is unverified it warns, never refuses.
+// left it warns, never refuses, about the nodes behind a failing path that KubeVirt's scheduler may
+// still pick (pathsAvoided), else about the paths still unverified.
 func checkPathHealthy(in *CreateInput) finding {
 	if in.VMI == nil {
 		return finding{}
@@ -236,8 +237,14 @@ func checkPathHealthy(in *CreateInput) finding {
 		_, _, why := h.Pair(source, in.Nodes[pf.anyTarget].Name, now)
 		return finding{field: fieldVMIName, warnOnly: true,
 			message: fmt.Sprintf("admitted without a verified migration path from %s: %s; the migration may fail if a path is broken", source, why)}
+	}
+	avoided := pathsAvoided(in, source, now)
+	switch {
 	case pf.unverified.n > 0:
 		var b strings.Builder
+		if avoided != "" {
+			b.WriteString(avoided + "; and ")
+		}
 		fmt.Fprintf(&b, "admitted with %d %s whose migration path from %s is unverified: ", pf.unverified.n,
 			settings.Plural(pf.unverified.n, "target", "targets"), source)
 		for k, i := range pf.unverified.list() {
@@ -253,6 +260,8 @@ func checkPathHealthy(in *CreateInput) finding {
 		}
 		b.WriteString("; the migration may fail if its target's path is broken")
 		return finding{field: fieldVMIName, warnOnly: true, message: b.String()}
+	case avoided != "":
+		return finding{field: fieldVMIName, warnOnly: true, message: avoided}
 	}
 	return finding{}
 }
@@ -271,4 +280,34 @@ func (t *target) pathVerdict(node string) string {
 		return "unverified: " + why
 	}
 	return "verified"
+}
+
+// pathsAvoided words the warning for a migration admitted with healthy targets left while other
+// nodes that could take its target pod sit behind a failing path from source: admission drops
+// them, but KubeVirt's scheduler knows nothing of paths and may place the target pod there. ""
+// when there are none. It judges only the few nodes the source's faults name (nothing in the
+// common case, where the source has no failing path).
+func pathsAvoided(in *CreateInput, source string, now time.Time) string {
+	if in.Paths == nil || len(in.Paths.Faults(source, now)) == 0 {
+		return ""
+	}
+	t, conflict := newTarget(in)
+	if conflict != "" || !t.paths.on || len(t.paths.broken) == 0 {
+		return ""
+	}
+	var names, msgs []string
+	for _, n := range in.Nodes {
+		if n == nil || !t.paths.isBroken(n.Name) || t.judge(n).stage != numStages {
+			continue
+		}
+		names = append(names, n.Name)
+		if _, faults, _ := in.Paths.Pair(source, n.Name, now); len(faults) > 0 {
+			msgs = append(msgs, n.Name+": "+faults[0].Message())
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("admitted, but KubeVirt's scheduler may still place the target pod on %s, whose migration path from %s fails (%s); "+
+		"pin the target to a healthy node with spec.addedNodeSelector, or fix the path", strings.Join(names, ", "), source, strings.Join(msgs, "; "))
 }

@@ -39,7 +39,12 @@ func TestEvaluateCreatePaths(t *testing.T) {
 		want   []want
 	}{
 		{name: "every path verified", modify: func(*CreateInput) {}},
-		{name: "a failing path is only dropped while another target is left", modify: func(in *CreateInput) {
+		{name: "a failing path is dropped while another target is left, with a warning: the scheduler may still pick it", modify: func(in *CreateInput) {
+			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+		}, want: []want{warn(pathRule, fieldVMIName, "admitted, but KubeVirt's scheduler may still place the target pod on node-1, whose migration path from node-0 fails (node-1: "+mtu,
+			"pin the target to a healthy node with spec.addedNodeSelector")}},
+		{name: "no warning for a failing path to a node that cannot take the target pod anyway", modify: func(in *CreateInput) {
+			cordoned(in.Nodes[1])
 			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
 		}},
 		{name: "every otherwise feasible target behind a failing path", modify: func(in *CreateInput) {
