@@ -292,7 +292,7 @@ func (c probeCase) name() string {
 	}
 	return fmt.Sprintf("%d peers over %s", c.peers, c.spread)
 }
-func (c probeCase) rounds() int  { return max(int(prLife/c.spread), 1) }
+func (c probeCase) rounds() int { return max(int(prLife/c.spread), 1) }
 
 // perPeerUs is each run's CPU per round above its paired no-op's, per peer, in µs.
 func (c probeCase) perPeerUs() []float64 {

@@ -28,7 +28,9 @@ type netnsFabric struct {
 func (f *netnsFabric) ns(i int) nodenet.NS { return nodenet.NS(f.prefix + "-" + strconv.Itoa(i)) }
 func (f *netnsFabric) sw() nodenet.NS      { return nodenet.NS(f.prefix + "-sw") }
 
-func fabricAddr(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 251, byte(i / 250), byte(i%250 + 1)}) }
+func fabricAddr(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, 251, byte(i / 250), byte(i%250 + 1)})
+}
 
 // newNetnsFabric builds the fabric for peers peers; on a machine that cannot (not root, no ip
 // command) it returns why.

@@ -95,7 +95,9 @@ var _ = Describe("migration-path faults seen by the real probe agents", func() {
 		Entry("node-3 cut off: its uplink's carrier down",
 			pathFault(func(ctx context.Context, _ netip.Addr) func(context.Context) error {
 				Expect(f.NodeNetworks.Fabric.SetCarrier(ctx, "node-3", "migration", false)).To(Succeed())
-				return func(ctx context.Context) error { return f.NodeNetworks.Fabric.SetCarrier(ctx, "node-3", "migration", true) }
+				return func(ctx context.Context) error {
+					return f.NodeNetworks.Fabric.SetCarrier(ctx, "node-3", "migration", true)
+				}
 			}),
 			[]string{"node-3:" + v1beta1.PathUnreachable + ":0"}, []string{"node-3:" + v1beta1.PathUnreachable + ":0"},
 			[]string{"node-1:" + v1beta1.PathUnreachable + ":0", "node-2:" + v1beta1.PathUnreachable + ":0"},
@@ -103,7 +105,9 @@ var _ = Describe("migration-path faults seen by the real probe agents", func() {
 		Entry("node-3 on another switch (its port's VLAN not trunked)",
 			pathFault(func(ctx context.Context, _ netip.Addr) func(context.Context) error {
 				Expect(f.NodeNetworks.Fabric.Isolate(ctx, "node-3", "migration", true)).To(Succeed())
-				return func(ctx context.Context) error { return f.NodeNetworks.Fabric.Isolate(ctx, "node-3", "migration", false) }
+				return func(ctx context.Context) error {
+					return f.NodeNetworks.Fabric.Isolate(ctx, "node-3", "migration", false)
+				}
 			}),
 			[]string{"node-3:" + v1beta1.PathUnreachable + ":0"}, []string{"node-3:" + v1beta1.PathUnreachable + ":0"},
 			[]string{"node-1:" + v1beta1.PathUnreachable + ":0", "node-2:" + v1beta1.PathUnreachable + ":0"},
