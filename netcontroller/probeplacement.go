@@ -31,7 +31,7 @@ const (
 	FieldManagerPlacement = "migranet-probe-placement"
 )
 
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;patch,namespace=migranet-probe
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list;watch;patch,namespace=migranet-probe
 
 // Placement is where pods go: the pod spec's node selector, affinity and tolerations.
 type Placement struct {

@@ -93,6 +93,8 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			return m
 		}
+		// Its events must not fall to the recorder's per-object budget spent by earlier specs.
+		freshEventBudget(ctx)
 		setValue(ctx, net1500)
 		waitReady(ctx, netcontroller.ReasonReady)
 		network := settings.DefaultKubeVirtNamespace + "/" + setting(ctx).Status.AppliedNetwork
