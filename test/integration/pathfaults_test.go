@@ -27,12 +27,7 @@ type pathFault func(ctx context.Context, node1 netip.Addr) (repair func(context.
 // path still refused. Each was seen to fail this table by turning the agent's verdicts off
 // (every probe counted as answered).
 var _ = Describe("migration-path faults seen by the real probe agents", func() {
-	BeforeEach(func() {
-		if f.NodeNetworks == nil {
-			Skip("node networks are simulated (MIGRANET_TEST_SKIP=netns): there are no packets to probe")
-		}
-		DeferCleanup(resetToPodNetwork)
-	})
+	BeforeEach(requireProbedNetworks)
 
 	DescribeTable("reports the pairs, refuses migrations through them, admits them again after the repair",
 		func(ctx context.Context, fault pathFault, node1, node2, node3 []string, reason string) {

@@ -66,15 +66,7 @@ func setUplinkMTU(ctx context.Context, node string, mtu int) {
 }
 
 var _ = Describe("migration-network health from the real probe agents", func() {
-	BeforeEach(func() {
-		if f.NodeNetworks == nil {
-			// Only reachable when MIGRANET_TEST_SKIP names netns: without it, env.Start fails the
-			// suite when the machine cannot make real node networks, so CI (which does not set it)
-			// never skips here, and test/summary counts a skip not allowed by that variable as red.
-			Skip("node networks are simulated (MIGRANET_TEST_SKIP=netns): there are no packets to probe")
-		}
-		DeferCleanup(resetToPodNetwork)
-	})
+	BeforeEach(requireProbedNetworks)
 
 	// Faults caught: an agent that does not probe from virt-handler's migration0 (no address, no
 	// report), one that judges paths by small packets only (node-3's narrowed uplink passes), a
