@@ -39,17 +39,21 @@ const noReason = "no reason reported"
 
 // Row is one migration as `migranet status` shows it. JSON names are part of the CLI's interface.
 type Row struct {
-	Namespace      string       `json:"namespace"`
-	Name           string       `json:"name"`
-	VMI            string       `json:"vmi"`
-	VMIFound       bool         `json:"vmiFound"`
-	SourceNode     string       `json:"sourceNode"`
-	TargetNode     string       `json:"targetNode"`
-	Phase          string       `json:"phase"`
-	Mode           string       `json:"mode"`
-	Network        string       `json:"network"`
-	NetworkSource  string       `json:"networkSource"`
-	TargetAddress  string       `json:"targetAddress"`
+	Namespace     string `json:"namespace"`
+	Name          string `json:"name"`
+	VMI           string `json:"vmi"`
+	VMIFound      bool   `json:"vmiFound"`
+	SourceNode    string `json:"sourceNode"`
+	TargetNode    string `json:"targetNode"`
+	Phase         string `json:"phase"`
+	Mode          string `json:"mode"`
+	Network       string `json:"network"`
+	NetworkSource string `json:"networkSource"`
+	TargetAddress string `json:"targetAddress"`
+	// ConfiguredNAD is the migration network KubeVirt configured the migration with
+	// (state.migrationConfiguration.network), "" for the pod network or when not reported.
+	ConfiguredNAD  string `json:"configuredNAD"`
+	configKnown    bool
 	State          string       `json:"state"`
 	Reason         string       `json:"reason"`
 	InFlight       bool         `json:"inFlight"`
@@ -102,6 +106,12 @@ func Combine(vmim *kubevirtv1.VirtualMachineInstanceMigration, vmi *kubevirtv1.V
 		}
 		r.Started, r.Ended = st.StartTimestamp, st.EndTimestamp
 		r.TargetAddress = st.TargetNodeAddress
+		if c := st.VMIMConfigurationOptions; c != nil {
+			r.configKnown = true
+			if c.Network != nil {
+				r.ConfiguredNAD = *c.Network
+			}
+		}
 		if r.TargetAddress == "" && st.TargetState != nil && st.TargetState.NodeAddress != nil {
 			r.TargetAddress = *st.TargetState.NodeAddress
 		}

@@ -86,6 +86,10 @@ func combineCases() []combineCase {
 		{name: "completed-history", vmim: newVMIM(phase(succeeded), vmimState(completed, func(s *kubevirtv1.VirtualMachineInstanceMigrationState) {
 			s.SourceNode, s.TargetNode = "node-3", "node-1"
 		})), vmi: newVMI(vmiState(otherUID, mode(kubevirtv1.MigrationPostCopy))), state: "completed", nodes: "node-3 → node-1"},
+		{name: "completed-on-migration-network", vmim: newVMIM(phase(succeeded)), vmi: newVMI(vmiState(completed, targetReady, func(s *kubevirtv1.VirtualMachineInstanceMigrationState) {
+			nad := "vm-migration-network-d37a915f82"
+			s.VMIMConfigurationOptions = &kubevirtv1.VMIMConfigurationOptions{Network: &nad}
+		})), state: "completed"},
 		{name: "completed-without-state", vmim: newVMIM(phase(succeeded), transition(succeeded, ago(4*time.Minute))), vmi: newVMI(),
 			state: "completed", nodes: "<none>", elapsed: "60s"},
 		{name: "completed-without-times", vmim: newVMIM(phase(succeeded)), vmi: newVMI(), state: "completed", elapsed: "<unknown>"},

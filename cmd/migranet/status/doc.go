@@ -56,10 +56,11 @@
 // known yet; while in flight the source is the VMI's node until the migration state names one),
 // PHASE (the VMIM's phase, <none> when unset), MODE (pre-copy, post-copy, paused, <none>), NETWORK
 // (pod or migration: state.migrationNetworkType when KubeVirt reports it; KubeVirt v1.9.0's
-// virt-handler leaves it empty, so for a migration in flight InferNetwork judges it from
-// state.targetNodeAddress, the address the target listens on (virt-handler's migration0 address
-// when it has one): inside the range of the migration network in force, migration, else pod;
-// <none> before the target has an address), ELAPSED (from
+// virt-handler leaves it empty, so InferNetwork judges it from state.targetNodeAddress, the
+// address the target listens on (virt-handler's migration0 address when it has one): inside the
+// range of the migration network in force, migration, else pod — for a finished migration only
+// when KubeVirt configured it with the network in force (state.migrationConfiguration.network);
+// <none> before the target has an address, or for a migration of an earlier network), ELAPSED (from
 // state.startTimestamp, else the VMIM's creation, to state.endTimestamp, else the final phase's
 // transition time, else now; kubectl's duration style: 45s, 3m12s, 2d3h; <unknown> when a
 // finished migration carries no end time), STATE (above).
@@ -75,7 +76,9 @@
 // Row fields: namespace, name, vmi, vmiFound (bool), sourceNode, targetNode (""
 // when unknown), phase (the VMIM's phase as KubeVirt spells it), mode (PreCopy, PostCopy, Paused
 // or ""), network (Pod, Migration or ""), networkSource ("reported" by KubeVirt, judged from the
-// "address", or ""), targetAddress (state.targetNodeAddress, or ""), state (the words of the table above, before any colon),
+// "address", or ""), targetAddress (state.targetNodeAddress, or ""), configuredNAD
+// (state.migrationConfiguration.network: the migration network's NAD KubeVirt configured the
+// migration with, "" for the pod network or when not reported), state (the words of the table above, before any colon),
 // reason (after the colon, or ""), inFlight (bool: the VMIM is neither Succeeded nor Failed),
 // created, started, ended (RFC 3339; started and ended are null when unknown), elapsedSeconds
 // (whole seconds, null when unknown).
