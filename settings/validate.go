@@ -38,7 +38,8 @@ func BridgeName(clusterNetwork string) string { return clusterNetwork + bridgeSu
 // ValidateMigrationNetwork checks a parsed vm-migration-network value and returns every problem
 // found, with paths under fld, plus warnings for soft problems (each prefixed with its field path).
 // A nil m (disabled) is valid. With cl == nil the checks that need the cluster (cluster network on
-// every eligible node, addresses for every eligible node, headroom) are skipped; the others,
+// every eligible node, no overlap with the cluster's pod and Service ranges, addresses for every
+// eligible node, headroom) are skipped; the others,
 // including "excludes leave no assignable address", always run.
 func ValidateMigrationNetwork(m *MigrationNetwork, cl *Cluster, fld *field.Path) (errs field.ErrorList, warnings []string) {
 	if m == nil {
@@ -71,6 +72,11 @@ func ValidateMigrationNetwork(m *MigrationNetwork, cl *Cluster, fld *field.Path)
 					"attach it to them (they must carry the label %s%s=true) or keep virt-handler off them "+
 					"with the KubeVirt CR's spec.workloads.nodePlacement.nodeSelector",
 				m.ClusterNetwork, len(missing), eligible, listNodes(missing), ClusterNetworkLabelPrefix, m.ClusterNetwork)))
+		}
+	}
+	if rng.clean && cl != nil {
+		if err := checkClusterRanges(rng.prefix, m.Range, cl, rangePath); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if rng.clean && countable {

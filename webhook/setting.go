@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -22,8 +23,11 @@ import (
 
 // SettingValidator admits Setting create, update and delete.
 type SettingValidator struct {
-	// Reader is the manager's cache: the migrations in flight are listed from it.
+	// Reader is the manager's cache: the migrations in flight and the ServiceCIDRs are listed from
+	// it.
 	Reader client.Reader
+	// APIReader reads Service default/kubernetes where ServiceCIDRs are not served (nil: not read).
+	APIReader client.Reader
 	// State gives the nodes and the KubeVirt CR in force, as the migration rules read them.
 	State migrationcheck.State
 	// Metrics counts the decisions; nil counts nothing.
@@ -76,12 +80,15 @@ func (v *SettingValidator) ValidateDelete(_ context.Context, obj runtime.Object)
 }
 
 func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting) (admission.Warnings, error) {
-	cl, err := v.cluster(ctx)
+	cl, note, err := v.cluster(ctx, s)
 	if err != nil {
 		v.Metrics.count(WebhookSetting, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
 	errs, warnings := settings.ValidateSetting(s, cl)
+	if note != "" {
+		warnings = append(warnings, note)
+	}
 	rule := RuleSettingValue
 	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && settings.EffectiveNetwork(old).Hash != settings.EffectiveNetwork(s).Hash {
 		busy, err := v.migrationsInFlight(ctx)
@@ -104,17 +111,24 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 
 // cluster gathers, from the cache, what the cluster-dependent rules look at. The settings
 // controller derives the same Cluster (settings.ClusterOf) to judge a value stored behind the
-// webhook's back.
-func (v *SettingValidator) cluster(ctx context.Context) (*settings.Cluster, error) {
+// webhook's back. The Service ranges are read only for a migration network value; when they
+// cannot be read, the range is not checked against them and note says so (a warning).
+func (v *SettingValidator) cluster(ctx context.Context, s *v1beta1.Setting) (cl *settings.Cluster, note string, err error) {
 	nodes, err := v.State.Nodes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cache: %w", err)
+		return nil, "", fmt.Errorf("reading the cache: %w", err)
 	}
 	kv, err := v.State.KubeVirt(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cache: %w", err)
+		return nil, "", fmt.Errorf("reading the cache: %w", err)
 	}
-	return settings.ClusterOf(nodes.Nodes, kv), nil
+	var services []netip.Prefix
+	if s != nil && s.Name == v1beta1.MigrationNetwork && settings.EffectiveValue(s) != "" && v.Reader != nil {
+		if services, err = settings.ServiceRanges(ctx, v.Reader, v.APIReader); err != nil {
+			note = fmt.Sprintf("value.range: not checked against the cluster's Service ranges: %v", err)
+		}
+	}
+	return settings.ClusterOf(nodes.Nodes, kv, services), note, nil
 }
 
 // migrationsInFlight names the migrations that have not reached Succeeded or Failed.

@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,11 +50,16 @@ func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migration
 		return nil, err
 	}
 	cache := mgr.GetCache()
+	// The setting webhook reads the Service ranges from the cache: start that informer with the
+	// manager, not on the first setting edit (none where the API is not served).
+	if _, err := cache.GetInformer(ctx, &networkingv1.ServiceCIDR{}); err != nil && !meta.IsNoMatchError(err) {
+		return nil, err
+	}
 	hooks := []struct {
 		obj       runtime.Object
 		validator admission.CustomValidator
 	}{
-		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, State: state, Metrics: opts.Metrics}},
+		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, APIReader: mgr.GetAPIReader(), State: state, Metrics: opts.Metrics}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{State: state, Metrics: opts.Metrics, Recorder: opts.Recorder}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},

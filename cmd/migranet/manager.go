@@ -236,7 +236,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		}
 	}
 	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerSettings),
-		KubeVirtNamespace: f.kubevirtNamespace, Metrics: settingsMetrics,
+		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: settingsMetrics,
 		Guard: &guard.Params{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)

@@ -56,6 +56,8 @@ type Controller struct {
 	Client            client.Client
 	Recorder          record.EventRecorder
 	KubeVirtNamespace string
+	// APIReader reads Service default/kubernetes where ServiceCIDRs are not served (nil: not read).
+	APIReader client.Reader
 	// Metrics counts the steps of each reconcile; nil counts nothing.
 	Metrics *status.Metrics
 	// Guard is the parameter of the policies that keep other pods and VMs off the migration
@@ -163,7 +165,11 @@ func (r *Controller) cluster(ctx context.Context) (*settings.Cluster, error) {
 	for i := range list.Items {
 		nodes[i] = &list.Items[i]
 	}
-	return settings.ClusterOf(nodes, kv), nil
+	services, err := settings.ServiceRanges(ctx, r.Client, r.APIReader)
+	if err != nil { // as the webhook: the range is then not checked against them
+		ctrl.LoggerFrom(ctx).Info("the stored value's range is not checked against the cluster's Service ranges", "error", err.Error())
+	}
+	return settings.ClusterOf(nodes, kv, services), nil
 }
 
 // stepError is a failed step of apply, with the condition reason it reports.

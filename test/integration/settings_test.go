@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,6 +95,29 @@ var _ = Describe("the vm-migration-network setting", func() {
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(ContainSubstring("value.range"))
 		Expect(stderr).To(MatchRegexp(`\b1\b.*\b3\b`))
+	})
+
+	// The fault it catches: a range over the cluster's own Service or pod network stored and rolled
+	// out to every virt-handler. The Service range is the API server's own ServiceCIDR, read
+	// through the manager's cache with the manifests' RBAC; the pod range is a node's spec.podCIDR.
+	It("refuses a range over the cluster's Service range or a node's pod range, naming the block", func(ctx context.Context) {
+		stderr, err := applySetting(v1beta1.MigrationNetwork, "value", `{"clusterNetwork":"migration","range":"10.96.200.0/24"}`)
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(ContainSubstring(`value.range: Invalid value: "10.96.200.0/24": overlaps the cluster's own networks: 10.96.0.0/16, the cluster's Service range`))
+
+		// A witness node: it runs no virt-handler, but its pods' range is the cluster's all the same.
+		Expect(cluster.CreateNodes(ctx, f.Client, []cluster.NodeSpec{{Name: "witness-pods", Witness: true}})).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { f.DeleteNodes(ctx, "witness-pods") })
+		n := &corev1.Node{}
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: "witness-pods"}, n)).To(Succeed())
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = "192.168.100.0/26", []string{"192.168.100.0/26"}
+		Expect(f.Client.Update(ctx, n)).To(Succeed())
+		Eventually(func() string {
+			stderr, _ := applySetting(v1beta1.MigrationNetwork, "value", good)
+			return stderr
+		}).WithTimeout(framework.Short).Should(ContainSubstring("192.168.100.0/26, the pod range of node witness-pods (spec.podCIDRs)"))
+		Expect(applySetting(v1beta1.MigrationNetwork, "value", `{"clusterNetwork":"migration","range":"192.168.100.64/26"}`)).Error().NotTo(HaveOccurred(),
+			"a range beside the pod range is stored")
 	})
 
 	It("validates default with the same rules", func() {

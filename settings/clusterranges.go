@@ -1,0 +1,128 @@
+package settings
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A migration range that overlaps the cluster's own networks breaks virt-handler: inside its pod,
+// the bridge plugin's route for the range through migration0 takes over what the pod network
+// routes (other pods of that block, or the Service IPs every client in the pod dials, the API
+// server's included), and whereabouts may hand out an address a pod or Service already holds.
+
+// ServiceRanges returns the cluster's Service IP ranges: the spec.cidrs of every ServiceCIDR
+// (networking.k8s.io/v1, served since Kubernetes 1.33) read through cached; where that API is not
+// served, the ClusterIPs of Service default/kubernetes (the first address of each family's range,
+// the only trace of --service-cluster-ip-range the API shows) read through api, each as a single
+// address (none without api). Entries that fail to parse are skipped.
+func ServiceRanges(ctx context.Context, cached, api client.Reader) ([]netip.Prefix, error) {
+	list := &networkingv1.ServiceCIDRList{}
+	err := cached.List(ctx, list)
+	switch {
+	case err == nil:
+		var out []netip.Prefix
+		for _, s := range list.Items {
+			for _, c := range s.Spec.CIDRs {
+				if p, err := netip.ParsePrefix(c); err == nil {
+					out = append(out, p.Masked())
+				}
+			}
+		}
+		return out, nil
+	case !meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("listing ServiceCIDRs: %w", err)
+	case api == nil:
+		return nil, nil
+	}
+	svc := &corev1.Service{}
+	if err := api.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, svc); err != nil {
+		return nil, fmt.Errorf("reading Service default/kubernetes: %w", client.IgnoreNotFound(err))
+	}
+	var out []netip.Prefix
+	for _, ip := range svc.Spec.ClusterIPs {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out, nil
+}
+
+// clusterBlock is one of the cluster's own networks and where it was read.
+type clusterBlock struct {
+	prefix netip.Prefix
+	what   string // "the Service range", "the pod range of node node-1 (spec.podCIDRs)"
+}
+
+// clusterBlocks lists cl's networks: its Service ranges, then each distinct node pod range with
+// the nodes that carry it (spec.podCIDRs, else spec.podCIDR).
+func (cl *Cluster) clusterBlocks() []clusterBlock {
+	var out []clusterBlock
+	for _, p := range cl.ServiceRanges {
+		what := "the cluster's Service range"
+		if p.IsSingleIP() {
+			what = "the cluster's Service range (its first address, Service default/kubernetes)"
+		}
+		out = append(out, clusterBlock{p, what})
+	}
+	owners := map[netip.Prefix][]string{}
+	var order []netip.Prefix
+	for _, n := range cl.Nodes {
+		if n == nil {
+			continue
+		}
+		cidrs := n.Spec.PodCIDRs
+		if len(cidrs) == 0 && n.Spec.PodCIDR != "" {
+			cidrs = []string{n.Spec.PodCIDR}
+		}
+		for _, c := range cidrs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil {
+				continue
+			}
+			p = p.Masked()
+			if _, seen := owners[p]; !seen {
+				order = append(order, p)
+			}
+			owners[p] = append(owners[p], n.Name)
+		}
+	}
+	for _, p := range order {
+		names := owners[p]
+		slices.Sort(names)
+		out = append(out, clusterBlock{p, fmt.Sprintf("the pod range of %s %s (spec.podCIDRs)", Plural(len(names), "node", "nodes"), listNodes(names))})
+	}
+	return out
+}
+
+// maxListedBlocks bounds how many overlapping blocks an error names.
+const maxListedBlocks = 5
+
+// checkClusterRanges refuses a range overlapping the cluster's Service or pod networks, naming each
+// block it touches (at most maxListedBlocks, then a count).
+func checkClusterRanges(rng netip.Prefix, rawRange string, cl *Cluster, rangePath *field.Path) *field.Error {
+	var hits []string
+	for _, b := range cl.clusterBlocks() {
+		if b.prefix.Overlaps(rng) {
+			hits = append(hits, b.prefix.String()+", "+b.what)
+		}
+	}
+	if len(hits) == 0 {
+		return nil
+	}
+	list := strings.Join(hits[:min(len(hits), maxListedBlocks)], "; ")
+	if len(hits) > maxListedBlocks {
+		list += fmt.Sprintf("; and %d more", len(hits)-maxListedBlocks)
+	}
+	return field.Invalid(rangePath, rawRange, fmt.Sprintf(
+		"overlaps the cluster's own networks: %s; inside virt-handler's pod the route through migration0 would take that "+
+			"traffic off the pod network (and whereabouts could hand out addresses already in use); pick a range outside them", list))
+}

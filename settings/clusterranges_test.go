@@ -1,0 +1,135 @@
+package settings
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// withPodCIDRs gives each node the pod range of its position in cidrs.
+func withPodCIDRs(nodes []*corev1.Node, cidrs ...string) []*corev1.Node {
+	for i, n := range nodes {
+		n.Spec.PodCIDRs = []string{cidrs[i%len(cidrs)]}
+	}
+	return nodes
+}
+
+// The fault these catch: a migration range over the cluster's own pod or Service network stored
+// and rolled out, taking virt-handler's pod traffic (or its API server's Service IP) off the pod
+// network on every node.
+func TestValidateAgainstClusterRanges(t *testing.T) {
+	pods := &Cluster{Nodes: withPodCIDRs(attached("n", "migration", 3), "10.244.0.0/24", "10.244.1.0/24", "10.244.2.0/24")}
+	legacy := &Cluster{Nodes: attached("n", "migration", 3)}
+	legacy.Nodes[1].Spec.PodCIDR = "10.42.1.0/24"
+	services := &Cluster{Nodes: attached("n", "migration", 3), ServiceRanges: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:96::/108")}}
+	firstIP := &Cluster{Nodes: attached("n", "migration", 3), ServiceRanges: []netip.Prefix{netip.MustParsePrefix("10.43.0.1/32")}}
+	many := &Cluster{Nodes: withPodCIDRs(attached("n", "migration", 8), "10.1.0.0/24", "10.1.1.0/24", "10.1.2.0/24", "10.1.3.0/24", "10.1.4.0/24", "10.1.5.0/24", "10.1.6.0/24", "10.1.7.0/24")}
+	shared := &Cluster{Nodes: withPodCIDRs(attached("n", "migration", 3), "10.50.0.0/16")}
+	tests := []struct {
+		name string
+		raw  string
+		cl   *Cluster
+		errs []wantErr
+	}{
+		{name: "beside the pod ranges", raw: mn("migration", 1, "192.168.100.0/24", nil, ""), cl: pods},
+		{name: "covers every pod range", raw: mn("migration", 1, "10.244.0.0/16", nil, ""), cl: pods,
+			errs: []wantErr{inv("value.range", "10.244.0.0/24, the pod range of node n-00 (spec.podCIDRs)", "10.244.2.0/24", "pick a range outside them")}},
+		{name: "inside one node's pod range", raw: mn("migration", 1, "10.244.1.128/25", nil, ""), cl: pods,
+			errs: []wantErr{inv("value.range", "10.244.1.0/24, the pod range of node n-01")}},
+		{name: "legacy spec.podCIDR", raw: mn("migration", 1, "10.42.0.0/16", nil, ""), cl: legacy,
+			errs: []wantErr{inv("value.range", "10.42.1.0/24, the pod range of node n-01")}},
+		{name: "one pod range on several nodes", raw: mn("migration", 1, "10.50.7.0/24", nil, ""), cl: shared,
+			errs: []wantErr{inv("value.range", "10.50.0.0/16, the pod range of nodes n-00, n-01, n-02")}},
+		{name: "inside the Service range", raw: mn("migration", 1, "10.96.100.0/24", nil, ""), cl: services,
+			errs: []wantErr{inv("value.range", "10.96.0.0/16, the cluster's Service range")}},
+		{name: "IPv6 Service range", raw: mn("migration", 1, "fd00:96::/64", nil, ""), cl: services,
+			errs: []wantErr{inv("value.range", "fd00:96::/108")}},
+		{name: "other family never overlaps", raw: mn("migration", 1, "fd00:100::/64", nil, ""), cl: pods},
+		{name: "Service range known by its first address", raw: mn("migration", 1, "10.43.0.0/24", nil, ""), cl: firstIP,
+			errs: []wantErr{inv("value.range", "10.43.0.1/32", "Service default/kubernetes")}},
+		{name: "beside the first Service address", raw: mn("migration", 1, "10.43.1.0/24", nil, ""), cl: firstIP},
+		{name: "at most five blocks named", raw: mn("migration", 1, "10.1.0.0/16", nil, ""), cl: many,
+			errs: []wantErr{inv("value.range", "10.1.4.0/24", "and 3 more")}},
+		{name: "without the cluster: not judged", raw: mn("migration", 1, "10.244.0.0/16", nil, "")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			errs, _ := ValidateMigrationNetwork(mustParse(t, tc.raw), tc.cl, field.NewPath("value"))
+			checkErrs(t, errs, tc.errs)
+		})
+	}
+}
+
+func TestServiceRanges(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubernetes := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+		Spec: corev1.ServiceSpec{ClusterIPs: []string{"10.43.0.1", "fd00:43::1"}}}
+	cidr := func(name string, cidrs ...string) *networkingv1.ServiceCIDR {
+		return &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: cidrs}}
+	}
+	noAPI := interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*networkingv1.ServiceCIDRList); ok {
+			return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "networking.k8s.io", Kind: "ServiceCIDR"}}
+		}
+		return c.List(ctx, list, opts...)
+	}}
+	denied := interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return errors.New("servicecidrs is forbidden")
+	}}
+	tests := []struct {
+		name    string
+		objs    []client.Object
+		funcs   interceptor.Funcs
+		noAPI   bool // no API reader
+		want    []string
+		wantErr bool
+	}{
+		{name: "ServiceCIDRs", objs: []client.Object{cidr("kubernetes", "10.96.0.0/16", "fd00:96::/108"), cidr("extra", "10.97.0.0/24"), kubernetes},
+			want: []string{"10.97.0.0/24", "10.96.0.0/16", "fd00:96::/108"}},
+		{name: "a bad entry is skipped", objs: []client.Object{cidr("kubernetes", "10.96.0.0/16", "nonsense")}, want: []string{"10.96.0.0/16"}},
+		{name: "not served: the kubernetes Service's addresses", objs: []client.Object{kubernetes}, funcs: noAPI,
+			want: []string{"10.43.0.1/32", "fd00:43::1/128"}},
+		{name: "not served, no API reader", objs: []client.Object{kubernetes}, funcs: noAPI, noAPI: true},
+		{name: "not served, no kubernetes Service", funcs: noAPI, wantErr: true},
+		{name: "list refused", funcs: denied, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).WithInterceptorFuncs(tc.funcs).Build()
+			var api client.Reader = c
+			if tc.noAPI {
+				api = nil
+			}
+			got, err := ServiceRanges(context.Background(), c, api)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want an error: %v", err, tc.wantErr)
+			}
+			var gotS []string
+			for _, p := range got {
+				gotS = append(gotS, p.String())
+			}
+			if len(gotS) != len(tc.want) {
+				t.Fatalf("got %v, want %v", gotS, tc.want)
+			}
+			for i := range gotS {
+				if gotS[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", gotS, tc.want)
+				}
+			}
+		})
+	}
+}
