@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -24,7 +25,12 @@ import (
 // served, the ClusterIPs of Service default/kubernetes (the first address of each family's range,
 // the only trace of --service-cluster-ip-range the API shows) read through api, each as a single
 // address (none without api). Entries that fail to parse are skipped.
+//
+// It gives up after serviceRangesWait: a cache whose ServiceCIDR informer cannot sync (its RBAC
+// not applied yet) would otherwise hold the setting webhook until the API server's timeout.
 func ServiceRanges(ctx context.Context, cached, api client.Reader) ([]netip.Prefix, error) {
+	ctx, cancel := context.WithTimeout(ctx, serviceRangesWait)
+	defer cancel()
 	list := &networkingv1.ServiceCIDRList{}
 	err := cached.List(ctx, list)
 	switch {
@@ -55,6 +61,9 @@ func ServiceRanges(ctx context.Context, cached, api client.Reader) ([]netip.Pref
 	}
 	return out, nil
 }
+
+// serviceRangesWait bounds ServiceRanges.
+const serviceRangesWait = time.Second
 
 // clusterBlock is one of the cluster's own networks and where it was read.
 type clusterBlock struct {

@@ -90,6 +90,10 @@ func TestServiceRanges(t *testing.T) {
 	denied := interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 		return errors.New("servicecidrs is forbidden")
 	}}
+	stuck := interceptor.Funcs{List: func(ctx context.Context, _ client.WithWatch, _ client.ObjectList, _ ...client.ListOption) error {
+		<-ctx.Done() // a cache whose informer never syncs
+		return ctx.Err()
+	}}
 	tests := []struct {
 		name    string
 		objs    []client.Object
@@ -106,6 +110,7 @@ func TestServiceRanges(t *testing.T) {
 		{name: "not served, no API reader", objs: []client.Object{kubernetes}, funcs: noAPI, noAPI: true},
 		{name: "not served, no kubernetes Service", funcs: noAPI, wantErr: true},
 		{name: "list refused", funcs: denied, wantErr: true},
+		{name: "informer never syncs: gives up", funcs: stuck, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
