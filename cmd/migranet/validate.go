@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -17,11 +19,13 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-const validateUsage = `Usage: migranet validate [--nodes FILE] [--kubevirt FILE] [-o text|json] FILE...
+const validateUsage = `Usage: migranet validate [--nodes FILE] [--kubevirt FILE] [--service-cidrs FILE] [-o text|json] FILE...
 
 Validates migranet Setting objects offline with the rules the admission webhook applies.
 FILEs hold Settings as multi-document YAML or JSON, or as a List. Without --nodes the checks
-that need the cluster (cluster network on every eligible node, one address per node) are skipped.
+that need the cluster (cluster network on every eligible node, no overlap with the nodes' pod
+ranges, one address per node) are skipped; without --service-cidrs the range is not checked
+against the cluster's Service ranges.
 
 Output: one line per problem, "setting/<name>: <field>: <message>", and
 "setting/<name>: warning: <message>"; -o json prints a JSON array instead.
@@ -54,6 +58,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("migranet validate")
 	nodesFile := fs.String("nodes", "", "file of Node objects (multi-document or a List), e.g. from `kubectl get nodes -o yaml`")
 	kubevirtFile := fs.String("kubevirt", "", "file holding the KubeVirt CR, for spec.workloads.nodePlacement.nodeSelector")
+	serviceFile := fs.String("service-cidrs", "", "file of ServiceCIDR objects, e.g. from `kubectl get servicecidrs -o yaml` (needs --nodes)")
 	output := fs.String("o", "text", "output format: text or json")
 	usage := func(w io.Writer) {
 		fmt.Fprint(w, validateUsage)
@@ -92,7 +97,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		note("no migranet.io Setting objects found in %s", strings.Join(files, ", "))
 		return exitUsage
 	}
-	cl, err := readCluster(*nodesFile, *kubevirtFile, note)
+	cl, err := readCluster(*nodesFile, *kubevirtFile, *serviceFile, note)
 	if err != nil {
 		note("%v", err)
 		return exitUsage
@@ -319,10 +324,13 @@ func decodeSetting(o object) settingDoc {
 }
 
 // readCluster builds the cluster for the dependent checks, or nil (with a note) without --nodes.
-func readCluster(nodesFile, kubevirtFile string, note func(string, ...any)) (*settings.Cluster, error) {
+func readCluster(nodesFile, kubevirtFile, serviceFile string, note func(string, ...any)) (*settings.Cluster, error) {
 	if nodesFile == "" {
+		if serviceFile != "" {
+			note("warning: --service-cidrs is only used together with --nodes")
+		}
 		note("warning: no --nodes given: skipping the checks that need the cluster's nodes " +
-			"(cluster network on every eligible node, one migration address per node)")
+			"(cluster network on every eligible node, no overlap with their pod ranges, one migration address per node)")
 		if kubevirtFile != "" {
 			note("warning: --kubevirt is only used together with --nodes")
 		}
@@ -347,6 +355,11 @@ func readCluster(nodesFile, kubevirtFile string, note func(string, ...any)) (*se
 	if len(cl.Nodes) == 0 {
 		return nil, fmt.Errorf("%s: no Node objects found", nodesFile)
 	}
+	if serviceFile != "" {
+		if cl.ServiceRanges, err = readServiceRanges(serviceFile, note); err != nil {
+			return nil, err
+		}
+	}
 	if kubevirtFile == "" {
 		return cl, nil
 	}
@@ -356,6 +369,36 @@ func readCluster(nodesFile, kubevirtFile string, note func(string, ...any)) (*se
 	}
 	cl.NodeSelector = sel
 	return cl, nil
+}
+
+// readServiceRanges reads the spec.cidrs of the ServiceCIDR objects in path.
+func readServiceRanges(path string, note func(string, ...any)) ([]netip.Prefix, error) {
+	objs, err := readObjects(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, o := range objs {
+		if o.kind != "ServiceCIDR" || o.group != "networking.k8s.io" {
+			note("%s: skipping %s (not a ServiceCIDR)", o.where, o.kind)
+			continue
+		}
+		sc := &networkingv1.ServiceCIDR{}
+		if err := json.Unmarshal(o.raw, sc); err != nil {
+			return nil, fmt.Errorf("%s: %v", o.where, err)
+		}
+		for _, c := range sc.Spec.CIDRs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil {
+				return nil, fmt.Errorf("%s: spec.cidrs: %v", o.where, err)
+			}
+			out = append(out, p.Masked())
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no ServiceCIDR objects found", path)
+	}
+	return out, nil
 }
 
 // readNodeSelector reads spec.workloads.nodePlacement.nodeSelector of the KubeVirt CR in path.
