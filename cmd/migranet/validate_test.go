@@ -50,7 +50,7 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "too few addresses", args: []string{"--nodes", td("nodes-missing.json"), td("tight.yaml")}, code: 1,
 			stdout: []string{"value.range", "has 2 usable addresses", "3 eligible nodes"}},
 		{name: "range over a Service range", args: []string{"--nodes", td("nodes.yaml"), "--service-cidrs", td("servicecidrs.yaml"), td("valid.yaml")}, code: 1,
-			stdout: []string{`setting/vm-migration-network: value.range: Invalid value: "192.168.100.0/24": overlaps the cluster's own networks: 192.168.0.0/16, the cluster's Service range`},
+			stdout:     []string{`setting/vm-migration-network: value.range: Invalid value: "192.168.100.0/24": overlaps the cluster's own networks: 192.168.0.0/16, the cluster's Service range`},
 			exactLines: 1},
 		{name: "service CIDRs without nodes are unused", args: []string{"--service-cidrs", td("servicecidrs.yaml"), td("valid.yaml")}, code: 0,
 			stderr: []string{"--service-cidrs is only used together with --nodes"}},
