@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,43 +22,46 @@ import (
 // server's included), and whereabouts may hand out an address a pod or Service already holds.
 
 // ServiceRanges returns the cluster's Service IP ranges: the spec.cidrs of every ServiceCIDR
-// (networking.k8s.io/v1, served since Kubernetes 1.33) read through cached; where that API is not
-// served, the ClusterIPs of Service default/kubernetes (the first address of each family's range,
-// the only trace of --service-cluster-ip-range the API shows) read through api, each as a single
-// address (none without api). Entries that fail to parse are skipped.
+// (networking.k8s.io/v1, served since Kubernetes 1.33) read through cached, and the ClusterIPs of
+// Service default/kubernetes read through api (the first address of each family's range: where
+// ServiceCIDRs are not served, the only trace of --service-cluster-ip-range the API shows), each
+// as a single address unless a ServiceCIDR holds it already; without api, the ServiceCIDRs
+// alone. Entries that fail to parse are skipped.
 //
 // It gives up after serviceRangesWait: a cache whose ServiceCIDR informer cannot sync (its RBAC
 // not applied yet) would otherwise hold the setting webhook until the API server's timeout.
 func ServiceRanges(ctx context.Context, cached, api client.Reader) ([]netip.Prefix, error) {
 	ctx, cancel := context.WithTimeout(ctx, serviceRangesWait)
 	defer cancel()
+	var out []netip.Prefix
 	list := &networkingv1.ServiceCIDRList{}
-	err := cached.List(ctx, list)
-	switch {
-	case err == nil:
-		var out []netip.Prefix
-		for _, s := range list.Items {
-			for _, c := range s.Spec.CIDRs {
-				if p, err := netip.ParsePrefix(c); err == nil {
-					out = append(out, p.Masked())
-				}
+	if err := cached.List(ctx, list); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing ServiceCIDRs: %w", err)
+	}
+	for _, s := range list.Items {
+		for _, c := range s.Spec.CIDRs {
+			if p, err := netip.ParsePrefix(c); err == nil {
+				out = append(out, p.Masked())
 			}
 		}
+	}
+	if api == nil {
 		return out, nil
-	case !meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("listing ServiceCIDRs: %w", err)
-	case api == nil:
-		return nil, nil
 	}
 	svc := &corev1.Service{}
 	if err := api.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, svc); err != nil {
-		return nil, fmt.Errorf("reading Service default/kubernetes: %w", client.IgnoreNotFound(err))
-	}
-	var out []netip.Prefix
-	for _, ip := range svc.Spec.ClusterIPs {
-		if a, err := netip.ParseAddr(ip); err == nil {
-			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		if apierrors.IsNotFound(err) && len(out) > 0 {
+			return out, nil
 		}
+		return nil, fmt.Errorf("reading Service default/kubernetes: %w", err)
+	}
+	known := len(out)
+	for _, ip := range svc.Spec.ClusterIPs {
+		a, err := netip.ParseAddr(ip)
+		if err != nil || slices.ContainsFunc(out[:known], func(p netip.Prefix) bool { return p.Contains(a) }) {
+			continue
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
 }

@@ -78,6 +78,8 @@ func TestServiceRanges(t *testing.T) {
 	}
 	kubernetes := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
 		Spec: corev1.ServiceSpec{ClusterIPs: []string{"10.43.0.1", "fd00:43::1"}}}
+	inside := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+		Spec: corev1.ServiceSpec{ClusterIPs: []string{"10.96.0.1", "fd00:96::1"}}}
 	cidr := func(name string, cidrs ...string) *networkingv1.ServiceCIDR {
 		return &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: cidrs}}
 	}
@@ -102,9 +104,12 @@ func TestServiceRanges(t *testing.T) {
 		want    []string
 		wantErr bool
 	}{
-		{name: "ServiceCIDRs", objs: []client.Object{cidr("kubernetes", "10.96.0.0/16", "fd00:96::/108"), cidr("extra", "10.97.0.0/24"), kubernetes},
+		{name: "ServiceCIDRs holding the kubernetes Service", objs: []client.Object{cidr("kubernetes", "10.96.0.0/16", "fd00:96::/108"), cidr("extra", "10.97.0.0/24"), inside},
 			want: []string{"10.97.0.0/24", "10.96.0.0/16", "fd00:96::/108"}},
-		{name: "a bad entry is skipped", objs: []client.Object{cidr("kubernetes", "10.96.0.0/16", "nonsense")}, want: []string{"10.96.0.0/16"}},
+		{name: "a kubernetes Service outside them", objs: []client.Object{cidr("kubernetes", "10.96.0.0/16"), kubernetes},
+			want: []string{"10.96.0.0/16", "10.43.0.1/32", "fd00:43::1/128"}},
+		{name: "ServiceCIDRs, no kubernetes Service", objs: []client.Object{cidr("kubernetes", "10.96.0.0/16")}, want: []string{"10.96.0.0/16"}},
+		{name: "a bad entry is skipped", objs: []client.Object{cidr("kubernetes", "10.96.0.0/16", "nonsense"), inside}, want: []string{"10.96.0.0/16", "fd00:96::1/128"}},
 		{name: "not served: the kubernetes Service's addresses", objs: []client.Object{kubernetes}, funcs: noAPI,
 			want: []string{"10.43.0.1/32", "fd00:43::1/128"}},
 		{name: "not served, no API reader", objs: []client.Object{kubernetes}, funcs: noAPI, noAPI: true},
