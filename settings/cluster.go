@@ -29,17 +29,19 @@ type Cluster struct {
 	// NodeSelector is the KubeVirt CR's spec.workloads.nodePlacement.nodeSelector (nil when unset):
 	// virt-handler runs only on nodes carrying all of these labels.
 	NodeSelector map[string]string
-	// ServiceRanges are the cluster's Service IP ranges (ServiceRanges); the nodes' pod ranges are
-	// read from Nodes. A migration range may overlap neither.
+	// ServiceRanges are the cluster's Service IP ranges (ServiceRanges), PodAddrs the
+	// virt-handlers' pod-network addresses (VirtHandlerAddrs); the nodes' pod ranges are read from
+	// Nodes. A migration range may overlap none of them.
 	ServiceRanges []netip.Prefix
+	PodAddrs      []PodAddr
 }
 
 // ClusterOf is the Cluster the checks of a vm-migration-network value judge against: nodes, the
-// node selector of kv, the KubeVirt CR in force (nil: none), and the Service ranges. The setting
-// webhook and the settings controller both derive it here, so a stored value is judged alike by
-// both.
-func ClusterOf(nodes []*corev1.Node, kv *kubevirtv1.KubeVirt, services []netip.Prefix) *Cluster {
-	return &Cluster{Nodes: nodes, NodeSelector: WorkloadsNodeSelector(kv), ServiceRanges: services}
+// node selector of kv, the KubeVirt CR in force (nil: none), the Service ranges and the
+// virt-handlers' pod addresses. The setting webhook and the settings controller both derive it
+// here, so a stored value is judged alike by both.
+func ClusterOf(nodes []*corev1.Node, kv *kubevirtv1.KubeVirt, services []netip.Prefix, pods []PodAddr) *Cluster {
+	return &Cluster{Nodes: nodes, NodeSelector: WorkloadsNodeSelector(kv), ServiceRanges: services, PodAddrs: pods}
 }
 
 // Eligible reports whether node runs virt-handler and so needs a migration address: it is not a

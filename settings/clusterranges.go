@@ -66,6 +66,32 @@ func ServiceRanges(ctx context.Context, cached, api client.Reader) ([]netip.Pref
 	return out, nil
 }
 
+// PodAddr is a virt-handler pod's address on the pod network (status.podIPs).
+type PodAddr struct {
+	Pod, Node string
+	Addr      netip.Addr
+}
+
+// VirtHandlerAddrs returns the pod-network addresses of the virt-handler pods in namespace, read
+// through r (the manager's cache holds exactly those pods): the pod network's own addresses on
+// whatever CNI, where nodes' spec.podCIDRs may be empty (Calico, Cilium).
+func VirtHandlerAddrs(ctx context.Context, r client.Reader, namespace string) ([]PodAddr, error) {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{VirtHandlerLabel: VirtHandlerValue}); err != nil {
+		return nil, fmt.Errorf("listing virt-handler pods: %w", err)
+	}
+	var out []PodAddr
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		for _, ip := range p.Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil {
+				out = append(out, PodAddr{Pod: p.Name, Node: p.Spec.NodeName, Addr: a})
+			}
+		}
+	}
+	return out, nil
+}
+
 // serviceRangesWait bounds ServiceRanges.
 const serviceRangesWait = time.Second
 
@@ -75,8 +101,8 @@ type clusterBlock struct {
 	what   string // "the Service range", "the pod range of node node-1 (spec.podCIDRs)"
 }
 
-// clusterBlocks lists cl's networks: its Service ranges, then each distinct node pod range with
-// the nodes that carry it (spec.podCIDRs, else spec.podCIDR).
+// clusterBlocks lists cl's networks: its Service ranges, each distinct node pod range with the
+// nodes that carry it (spec.podCIDRs, else spec.podCIDR), then the virt-handlers' pod addresses.
 func (cl *Cluster) clusterBlocks() []clusterBlock {
 	var out []clusterBlock
 	for _, p := range cl.ServiceRanges {
@@ -113,7 +139,19 @@ func (cl *Cluster) clusterBlocks() []clusterBlock {
 		slices.Sort(names)
 		out = append(out, clusterBlock{p, fmt.Sprintf("the pod range of %s %s (spec.podCIDRs)", Plural(len(names), "node", "nodes"), listNodes(names))})
 	}
+	for _, a := range cl.PodAddrs {
+		out = append(out, clusterBlock{netip.PrefixFrom(a.Addr, a.Addr.BitLen()),
+			fmt.Sprintf("the pod network address of %s on %s (status.podIPs)", a.Pod, orNone(a.Node))})
+	}
 	return out
+}
+
+// orNone is s, or "no node" for "".
+func orNone(s string) string {
+	if s == "" {
+		return "no node"
+	}
+	return s
 }
 
 // maxListedBlocks bounds how many overlapping blocks an error names.

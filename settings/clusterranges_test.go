@@ -36,6 +36,10 @@ func TestValidateAgainstClusterRanges(t *testing.T) {
 	firstIP := &Cluster{Nodes: attached("n", "migration", 3), ServiceRanges: []netip.Prefix{netip.MustParsePrefix("10.43.0.1/32")}}
 	many := &Cluster{Nodes: withPodCIDRs(attached("n", "migration", 8), "10.1.0.0/24", "10.1.1.0/24", "10.1.2.0/24", "10.1.3.0/24", "10.1.4.0/24", "10.1.5.0/24", "10.1.6.0/24", "10.1.7.0/24")}
 	shared := &Cluster{Nodes: withPodCIDRs(attached("n", "migration", 3), "10.50.0.0/16")}
+	handlers := &Cluster{Nodes: attached("n", "migration", 3), PodAddrs: []PodAddr{
+		{Pod: "virt-handler-a", Node: "n-00", Addr: netip.MustParseAddr("10.244.0.7")},
+		{Pod: "virt-handler-b", Node: "n-01", Addr: netip.MustParseAddr("10.244.1.9")},
+		{Pod: "virt-handler-c", Addr: netip.MustParseAddr("fd00:244::9")}}}
 	tests := []struct {
 		name string
 		raw  string
@@ -61,6 +65,11 @@ func TestValidateAgainstClusterRanges(t *testing.T) {
 		{name: "beside the first Service address", raw: mn("migration", 1, "10.43.1.0/24", nil, ""), cl: firstIP},
 		{name: "at most five blocks named", raw: mn("migration", 1, "10.1.0.0/16", nil, ""), cl: many,
 			errs: []wantErr{inv("value.range", "10.1.4.0/24", "and 3 more")}},
+		{name: "over a virt-handler's pod address", raw: mn("migration", 1, "10.244.0.0/24", nil, ""), cl: handlers,
+			errs: []wantErr{inv("value.range", "10.244.0.7/32, the pod network address of virt-handler-a on n-00 (status.podIPs)")}},
+		{name: "over an IPv6 pod address of a pod not scheduled", raw: mn("migration", 1, "fd00:244::/64", nil, ""), cl: handlers,
+			errs: []wantErr{inv("value.range", "fd00:244::9/128, the pod network address of virt-handler-c on no node")}},
+		{name: "beside the virt-handlers' pod addresses", raw: mn("migration", 1, "10.244.2.0/24", nil, ""), cl: handlers},
 		{name: "without the cluster: not judged", raw: mn("migration", 1, "10.244.0.0/16", nil, "")},
 	}
 	for _, tc := range tests {
@@ -141,5 +150,41 @@ func TestServiceRanges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestVirtHandlerAddrs(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(ns, name, node string, labels map[string]string, ips ...string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Spec: corev1.PodSpec{NodeName: node}}
+		for _, ip := range ips {
+			p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: ip})
+		}
+		return p
+	}
+	handler := map[string]string{VirtHandlerLabel: VirtHandlerValue}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		pod("kubevirt", "virt-handler-a", "node-1", handler, "10.244.0.7", "fd00:244::7"),
+		pod("kubevirt", "virt-handler-b", "", handler), // not scheduled: no address yet
+		pod("kubevirt", "virt-handler-c", "node-2", handler, "not-an-ip"),
+		pod("kubevirt", "virt-api-x", "node-1", map[string]string{VirtHandlerLabel: "virt-api"}, "10.244.0.8"),
+		pod("other", "virt-handler-y", "node-1", handler, "10.244.0.9"),
+	).Build()
+	got, err := VirtHandlerAddrs(context.Background(), c, "kubevirt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PodAddr{{"virt-handler-a", "node-1", netip.MustParseAddr("10.244.0.7")}, {"virt-handler-a", "node-1", netip.MustParseAddr("fd00:244::7")}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	broken := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return errors.New("pods is forbidden")
+	}}).Build()
+	if _, err := VirtHandlerAddrs(context.Background(), broken, "kubevirt"); err == nil {
+		t.Fatal("a failed list gave no error")
 	}
 }

@@ -109,11 +109,11 @@ func TestValidateEffectiveAgreesWithAdmission(t *testing.T) {
 		cl   *Cluster
 		path string // "" when valid
 	}{
-		{name: "empty", s: &v1beta1.Setting{}, cl: ClusterOf(lacking, nil, nil)},
-		{name: "bad value", s: &v1beta1.Setting{Value: bad}, cl: ClusterOf(attached("n", "migration", 3), nil, nil), path: "value"},
+		{name: "empty", s: &v1beta1.Setting{}, cl: ClusterOf(lacking, nil, nil, nil)},
+		{name: "bad value", s: &v1beta1.Setting{Value: bad}, cl: ClusterOf(attached("n", "migration", 3), nil, nil, nil), path: "value"},
 		{name: "bad default in force", s: &v1beta1.Setting{Value: " ", Default: bad}, cl: nil, path: "default"},
-		{name: "a node lacks the cluster network", s: &v1beta1.Setting{Value: good}, cl: ClusterOf(lacking, nil, nil), path: "value"},
-		{name: "the node lacking it is outside KubeVirt's placement", s: &v1beta1.Setting{Value: good}, cl: ClusterOf(lacking, selector, nil)},
+		{name: "a node lacks the cluster network", s: &v1beta1.Setting{Value: good}, cl: ClusterOf(lacking, nil, nil, nil), path: "value"},
+		{name: "the node lacking it is outside KubeVirt's placement", s: &v1beta1.Setting{Value: good}, cl: ClusterOf(lacking, selector, nil, nil)},
 		{name: "without a cluster only the value is judged", s: &v1beta1.Setting{Value: good}, cl: nil},
 		{name: "unparsable", s: &v1beta1.Setting{Value: `{"range":`}, cl: nil, path: "value"},
 	}

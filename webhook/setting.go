@@ -26,8 +26,10 @@ type SettingValidator struct {
 	// Reader is the manager's cache: the migrations in flight and the ServiceCIDRs are listed from
 	// it.
 	Reader client.Reader
-	// APIReader reads Service default/kubernetes where ServiceCIDRs are not served (nil: not read).
+	// APIReader reads Service default/kubernetes (nil: not read).
 	APIReader client.Reader
+	// KubeVirtNamespace holds the virt-handler pods whose addresses a range may not overlap.
+	KubeVirtNamespace string
 	// State gives the nodes and the KubeVirt CR in force, as the migration rules read them.
 	State migrationcheck.State
 	// Metrics counts the decisions; nil counts nothing.
@@ -123,12 +125,20 @@ func (v *SettingValidator) cluster(ctx context.Context, s *v1beta1.Setting) (cl 
 		return nil, "", fmt.Errorf("reading the cache: %w", err)
 	}
 	var services []netip.Prefix
+	var pods []settings.PodAddr
 	if s != nil && s.Name == v1beta1.MigrationNetwork && settings.EffectiveValue(s) != "" && v.Reader != nil {
+		var missed []string
 		if services, err = settings.ServiceRanges(ctx, v.Reader, v.APIReader); err != nil {
-			note = fmt.Sprintf("value.range: not checked against the cluster's Service ranges: %v", err)
+			missed = append(missed, "the cluster's Service ranges ("+err.Error()+")")
+		}
+		if pods, err = settings.VirtHandlerAddrs(ctx, v.Reader, v.KubeVirtNamespace); err != nil {
+			missed = append(missed, "the virt-handlers' pod addresses ("+err.Error()+")")
+		}
+		if len(missed) > 0 {
+			note = "value.range: not checked against " + strings.Join(missed, " and ")
 		}
 	}
-	return settings.ClusterOf(nodes.Nodes, kv, services), note, nil
+	return settings.ClusterOf(nodes.Nodes, kv, services, pods), note, nil
 }
 
 // migrationsInFlight names the migrations that have not reached Succeeded or Failed.

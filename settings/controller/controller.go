@@ -165,11 +165,16 @@ func (r *Controller) cluster(ctx context.Context) (*settings.Cluster, error) {
 	for i := range list.Items {
 		nodes[i] = &list.Items[i]
 	}
+	// As the webhook: what cannot be read, the range is not checked against.
 	services, err := settings.ServiceRanges(ctx, r.Client, r.APIReader)
-	if err != nil { // as the webhook: the range is then not checked against them
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("the stored value's range is not checked against the cluster's Service ranges", "error", err.Error())
 	}
-	return settings.ClusterOf(nodes, kv, services), nil
+	pods, err := settings.VirtHandlerAddrs(ctx, r.Client, r.KubeVirtNamespace)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Info("the stored value's range is not checked against the virt-handlers' pod addresses", "error", err.Error())
+	}
+	return settings.ClusterOf(nodes, kv, services, pods), nil
 }
 
 // stepError is a failed step of apply, with the condition reason it reports.

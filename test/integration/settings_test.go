@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -118,6 +119,23 @@ var _ = Describe("the vm-migration-network setting", func() {
 		}).WithTimeout(framework.Short).Should(ContainSubstring("192.168.100.0/26, the pod range of node witness-pods (spec.podCIDRs)"))
 		Expect(applySetting(v1beta1.MigrationNetwork, "value", `{"clusterNetwork":"migration","range":"192.168.100.64/26"}`)).Error().NotTo(HaveOccurred(),
 			"a range beside the pod range is stored")
+
+		// No node here has spec.podCIDRs for its pods (as on Calico or Cilium): the virt-handlers'
+		// own pod addresses still mark the pod network.
+		var handler corev1.Pod
+		Eventually(func() string {
+			for _, p := range virtHandlers(ctx) {
+				if p.Status.PodIP != "" {
+					handler = p
+					return p.Status.PodIP
+				}
+			}
+			return ""
+		}).WithTimeout(framework.Short).ShouldNot(BeEmpty())
+		around := netip.PrefixFrom(netip.MustParseAddr(handler.Status.PodIP), 28).Masked()
+		stderr, err = applySetting(v1beta1.MigrationNetwork, "value", fmt.Sprintf(`{"clusterNetwork":"migration","range":"%s"}`, around))
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(ContainSubstring(fmt.Sprintf("%s/32, the pod network address of %s on %s (status.podIPs)", handler.Status.PodIP, handler.Name, handler.Spec.NodeName)))
 	})
 
 	It("validates default with the same rules", func() {
