@@ -101,11 +101,15 @@ type clusterBlock struct {
 	what   string // "the Service range", "the pod range of node node-1 (spec.podCIDRs)"
 }
 
-// clusterBlocks lists cl's networks: its Service ranges, each distinct node pod range with the
-// nodes that carry it (spec.podCIDRs, else spec.podCIDR), then the virt-handlers' pod addresses.
-func (cl *Cluster) clusterBlocks() []clusterBlock {
+// overlapping lists cl's networks that overlap rng: its Service ranges, each distinct node pod
+// range with the nodes that carry it (spec.podCIDRs, else spec.podCIDR), then the virt-handlers'
+// pod addresses. Only those are worded: a cluster of thousands of nodes costs a walk, no text.
+func (cl *Cluster) overlapping(rng netip.Prefix) []clusterBlock {
 	var out []clusterBlock
 	for _, p := range cl.ServiceRanges {
+		if !p.Overlaps(rng) {
+			continue
+		}
 		what := "the cluster's Service range"
 		if p.IsSingleIP() {
 			what = "the cluster's Service range (its first address, Service default/kubernetes)"
@@ -124,7 +128,7 @@ func (cl *Cluster) clusterBlocks() []clusterBlock {
 		}
 		for _, c := range cidrs {
 			p, err := netip.ParsePrefix(c)
-			if err != nil {
+			if err != nil || !p.Overlaps(rng) {
 				continue
 			}
 			p = p.Masked()
@@ -140,6 +144,9 @@ func (cl *Cluster) clusterBlocks() []clusterBlock {
 		out = append(out, clusterBlock{p, fmt.Sprintf("the pod range of %s %s (spec.podCIDRs)", Plural(len(names), "node", "nodes"), listNodes(names))})
 	}
 	for _, a := range cl.PodAddrs {
+		if !rng.Contains(a.Addr) {
+			continue
+		}
 		out = append(out, clusterBlock{netip.PrefixFrom(a.Addr, a.Addr.BitLen()),
 			fmt.Sprintf("the pod network address of %s on %s (status.podIPs)", a.Pod, orNone(a.Node))})
 	}
@@ -161,10 +168,8 @@ const maxListedBlocks = 5
 // block it touches (at most maxListedBlocks, then a count).
 func checkClusterRanges(rng netip.Prefix, rawRange string, cl *Cluster, rangePath *field.Path) *field.Error {
 	var hits []string
-	for _, b := range cl.clusterBlocks() {
-		if b.prefix.Overlaps(rng) {
-			hits = append(hits, b.prefix.String()+", "+b.what)
-		}
+	for _, b := range cl.overlapping(rng) {
+		hits = append(hits, b.prefix.String()+", "+b.what)
 	}
 	if len(hits) == 0 {
 		return nil
