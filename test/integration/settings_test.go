@@ -132,7 +132,7 @@ var _ = Describe("the vm-migration-network setting", func() {
 			}
 			return ""
 		}).WithTimeout(framework.Short).ShouldNot(BeEmpty())
-		around := netip.PrefixFrom(netip.MustParseAddr(handler.Status.PodIP), 28).Masked()
+		around := netip.PrefixFrom(netip.MustParseAddr(handler.Status.PodIP), 30).Masked() // at most four addresses: all named
 		stderr, err = applySetting(v1beta1.MigrationNetwork, "value", fmt.Sprintf(`{"clusterNetwork":"migration","range":"%s"}`, around))
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(ContainSubstring(fmt.Sprintf("%s/32, the pod network address of %s on %s (status.podIPs)", handler.Status.PodIP, handler.Name, handler.Spec.NodeName)))

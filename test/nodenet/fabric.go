@@ -105,9 +105,13 @@ func (f *Fabric) SetUplink(ctx context.Context, node, cn string, mtu int) error 
 			return err
 		}
 	}
+	// gso_max_segs 1: a GSO packet is cut into frames before it leaves the node, as a NIC's
+	// segmentation offload does, so a frame above the uplink's MTU is dropped there; a veth
+	// otherwise hands a GSO packet to its peer whole, whatever its MTU (is_skb_forwardable lets
+	// GSO through), and a TCP stream crosses an uplink narrower than its segments.
 	for _, step := range [][]string{
-		{"-n", sw, "link", "set", port, "mtu", m},
-		{"-n", host, "link", "set", uplink, "mtu", m},
+		{"-n", sw, "link", "set", port, "mtu", m, "gso_max_segs", "1"},
+		{"-n", host, "link", "set", uplink, "mtu", m, "gso_max_segs", "1"},
 		{"-n", host, "link", "set", br, "up"},
 	} {
 		if err := ip(ctx, step...); err != nil {
