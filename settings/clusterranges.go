@@ -92,6 +92,23 @@ func VirtHandlerAddrs(ctx context.Context, r client.Reader, namespace string) ([
 	return out, nil
 }
 
+// OwnNetworks reads what a range may not overlap besides the nodes' pod ranges: the Service
+// ranges (ServiceRanges, through cached and api) and the virt-handlers' pod addresses in
+// kubevirtNamespace (VirtHandlerAddrs, through cached). What cannot be read is left out and named
+// in missed ("" when nothing is): the setting webhook warns with it, the settings controller logs
+// it, and both judge the range without it.
+func OwnNetworks(ctx context.Context, cached, api client.Reader, kubevirtNamespace string) (services []netip.Prefix, pods []PodAddr, missed string) {
+	var miss []string
+	services, err := ServiceRanges(ctx, cached, api)
+	if err != nil {
+		miss = append(miss, "the cluster's Service ranges ("+err.Error()+")")
+	}
+	if pods, err = VirtHandlerAddrs(ctx, cached, kubevirtNamespace); err != nil {
+		miss = append(miss, "the virt-handlers' pod addresses ("+err.Error()+")")
+	}
+	return services, pods, strings.Join(miss, " and ")
+}
+
 // serviceRangesWait bounds ServiceRanges.
 const serviceRangesWait = time.Second
 

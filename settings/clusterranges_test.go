@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -186,5 +187,25 @@ func TestVirtHandlerAddrs(t *testing.T) {
 	}}).Build()
 	if _, err := VirtHandlerAddrs(context.Background(), broken, "kubevirt"); err == nil {
 		t.Fatal("a failed list gave no error")
+	}
+}
+
+// The fault it catches: a read that failed judged as "nothing there" without a word, so the
+// webhook would admit a range over the pod or Service network silently.
+func TestOwnNetworksNamesWhatItMissed(t *testing.T) {
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return errors.New("forbidden")
+	}}).Build()
+	_, _, missed := OwnNetworks(context.Background(), refused, nil, "kubevirt")
+	if !strings.Contains(missed, "the cluster's Service ranges (listing ServiceCIDRs: forbidden)") || !strings.Contains(missed, "the virt-handlers' pod addresses") {
+		t.Fatalf("missed %q", missed)
+	}
+	ok := fake.NewClientBuilder().WithScheme(scheme).Build()
+	if _, _, missed := OwnNetworks(context.Background(), ok, nil, "kubevirt"); missed != "" {
+		t.Fatalf("nothing failed, missed %q", missed)
 	}
 }

@@ -113,8 +113,9 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 
 // cluster gathers, from the cache, what the cluster-dependent rules look at. The settings
 // controller derives the same Cluster (settings.ClusterOf) to judge a value stored behind the
-// webhook's back. The Service ranges are read only for a migration network value; when they
-// cannot be read, the range is not checked against them and note says so (a warning).
+// webhook's back. The cluster's own networks (settings.OwnNetworks) are read only for a
+// migration network value; what cannot be read, the range is not checked against, and note says
+// so (a warning).
 func (v *SettingValidator) cluster(ctx context.Context, s *v1beta1.Setting) (cl *settings.Cluster, note string, err error) {
 	nodes, err := v.State.Nodes(ctx)
 	if err != nil {
@@ -127,15 +128,9 @@ func (v *SettingValidator) cluster(ctx context.Context, s *v1beta1.Setting) (cl 
 	var services []netip.Prefix
 	var pods []settings.PodAddr
 	if s != nil && s.Name == v1beta1.MigrationNetwork && settings.EffectiveValue(s) != "" && v.Reader != nil {
-		var missed []string
-		if services, err = settings.ServiceRanges(ctx, v.Reader, v.APIReader); err != nil {
-			missed = append(missed, "the cluster's Service ranges ("+err.Error()+")")
-		}
-		if pods, err = settings.VirtHandlerAddrs(ctx, v.Reader, v.KubeVirtNamespace); err != nil {
-			missed = append(missed, "the virt-handlers' pod addresses ("+err.Error()+")")
-		}
-		if len(missed) > 0 {
-			note = "value.range: not checked against " + strings.Join(missed, " and ")
+		var missed string
+		if services, pods, missed = settings.OwnNetworks(ctx, v.Reader, v.APIReader, v.KubeVirtNamespace); missed != "" {
+			note = "value.range: not checked against " + missed
 		}
 	}
 	return settings.ClusterOf(nodes.Nodes, kv, services, pods), note, nil

@@ -56,7 +56,7 @@ type Controller struct {
 	Client            client.Client
 	Recorder          record.EventRecorder
 	KubeVirtNamespace string
-	// APIReader reads Service default/kubernetes where ServiceCIDRs are not served (nil: not read).
+	// APIReader reads Service default/kubernetes (settings.OwnNetworks; nil: not read).
 	APIReader client.Reader
 	// Metrics counts the steps of each reconcile; nil counts nothing.
 	Metrics *status.Metrics
@@ -165,14 +165,9 @@ func (r *Controller) cluster(ctx context.Context) (*settings.Cluster, error) {
 	for i := range list.Items {
 		nodes[i] = &list.Items[i]
 	}
-	// As the webhook: what cannot be read, the range is not checked against.
-	services, err := settings.ServiceRanges(ctx, r.Client, r.APIReader)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("the stored value's range is not checked against the cluster's Service ranges", "error", err.Error())
-	}
-	pods, err := settings.VirtHandlerAddrs(ctx, r.Client, r.KubeVirtNamespace)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Info("the stored value's range is not checked against the virt-handlers' pod addresses", "error", err.Error())
+	services, pods, missed := settings.OwnNetworks(ctx, r.Client, r.APIReader, r.KubeVirtNamespace)
+	if missed != "" {
+		ctrl.LoggerFrom(ctx).Info("the stored value's range is not checked against " + missed)
 	}
 	return settings.ClusterOf(nodes, kv, services, pods), nil
 }
