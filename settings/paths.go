@@ -169,6 +169,38 @@ func (h *PathHealth) Faults(n string, now time.Time) []PathFault {
 	return out
 }
 
+// BrokenPath is a node whose migration path to or from a source fails, and the fault that says so.
+type BrokenPath struct {
+	Node  string
+	Fault PathFault
+}
+
+// BrokenFrom is the one answer to "which targets are behind a failing path from source": every
+// node whose path to or from source fails in a fresh report (Pair says PathFailing), once, in name
+// order, each with its first fault, the source's own direction first. Admission's pathHealthy
+// rule, preflight and the steering of target pods all ask it.
+func (h *PathHealth) BrokenFrom(source string, now time.Time) []BrokenPath {
+	var out []BrokenPath
+	for _, f := range h.Faults(source, now) {
+		peer := f.To
+		if peer == source {
+			peer = f.From
+		}
+		if peer == source {
+			continue
+		}
+		i := slices.IndexFunc(out, func(b BrokenPath) bool { return b.Node == peer })
+		switch {
+		case i < 0:
+			out = append(out, BrokenPath{Node: peer, Fault: f})
+		case out[i].Fault.From != source && f.From == source:
+			out[i].Fault = f
+		}
+	}
+	slices.SortFunc(out, func(a, b BrokenPath) int { return strings.Compare(a.Node, b.Node) })
+	return out
+}
+
 // Fresh reports whether n's own results verify anything at now.
 func (h *PathHealth) Fresh(n string, now time.Time) bool { return h != nil && h.unusable(n, now) == "" }
 

@@ -142,11 +142,11 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 				"1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400); check the uplink MTU of both nodes"))
 			g.Expect(stderr).NotTo(ContainSubstring("feasibleTarget"))
 		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
-		By("with a healthy target left it is admitted, warning that KubeVirt's scheduler may still pick node-3")
+		By("with a healthy target left it is admitted, warning that node-3 is excluded from the targets")
 		stderr, err := dryRun(vmimYAML(ns, "anywhere", "vm-a"))
 		Expect(err).NotTo(HaveOccurred(), stderr)
-		Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy: admitted, but KubeVirt's scheduler may still place the target pod on node-3, " +
-			"whose migration path from node-1 fails (node-3: 1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400)"))
+		Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy: node-3 excluded from the targets: the migration path from node-1 fails " +
+			"(node-3: 1500-byte frames from node-1 to node-3 do not arrive (largest that crossed: 1400)"))
 		stderr, err = dryRun(vmimToYAML(ns, "to-2", "vm-a", "node-2"))
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		Expect(stderr).To(BeEmpty(), "pinned to the healthy node-2: nothing to warn about")

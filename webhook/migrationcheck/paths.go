@@ -40,14 +40,8 @@ func (t *target) newPathCheck(in *CreateInput) {
 		p.now = time.Now()
 	}
 	p.broken = p.brokenBuf[:0]
-	for _, f := range h.Faults(t.source, p.now) {
-		peer := f.To
-		if peer == t.source {
-			peer = f.From
-		}
-		if peer != t.source && !slices.Contains(p.broken, peer) {
-			p.broken = append(p.broken, peer)
-		}
+	for _, b := range h.BrokenFrom(t.source, p.now) {
+		p.broken = append(p.broken, b.Node)
 	}
 	p.sourceFresh = h.Fresh(t.source, p.now)
 }
@@ -93,12 +87,23 @@ type pathFindings struct {
 	// failing are the otherwise feasible targets dropped for a failing path, when no other target
 	// was left; empty when one was.
 	failing firstThree
-	// unverified are the feasible targets whose path from the source is unverified.
-	unverified firstThree
+	// unverified are the feasible targets whose path from the source is unverified; all of them
+	// also in allUnverified when keepAll (the steering prefers verified targets over each).
+	unverified    firstThree
+	keepAll       bool
+	allUnverified []int
 	// sourceUnusable: the source's own results verify nothing, so no path from it is verified;
 	// anyTarget is a feasible target (for the reason Pair gives).
 	sourceUnusable bool
 	anyTarget      int
+}
+
+// addUnverified records the feasible target at position i as unverified.
+func (f *pathFindings) addUnverified(i int) {
+	f.unverified.add(i)
+	if f.keepAll {
+		f.allUnverified = append(f.allUnverified, i)
+	}
 }
 
 // pathIndex is a PathHealth laid over a node index, built once per (index, health): which nodes'
@@ -192,7 +197,7 @@ func (p *pathIndex) unverifiedTargets(ix *nodeIndex, t *target, cands []uint64, 
 			i := w*64 + b
 			doubt := p.usable[w]&(1<<b) == 0 || p.fresh[i] <= now || p.since[i] > rs || p.round[i] < ss
 			if doubt && t.confirm(ix, i, affinityDone) {
-				f.unverified.add(i)
+				f.addUnverified(i)
 			}
 		}
 	}
@@ -283,10 +288,10 @@ func (t *target) pathVerdict(node string) string {
 }
 
 // pathsAvoided words the warning for a migration admitted with healthy targets left while other
-// nodes that could take its target pod sit behind a failing path from source: admission drops
-// them, but KubeVirt's scheduler knows nothing of paths and may place the target pod there. ""
-// when there are none. It judges only the few nodes the source's faults name (nothing in the
-// common case, where the source has no failing path).
+// nodes that could take its target pod sit behind a failing path from source: the steering
+// (Steer, on the target pod) excludes them with pathHealthy enforced, and only prefers the others
+// in warn mode. "" when there are none. It judges only the few nodes the source's faults name
+// (nothing in the common case, where the source has no failing path).
 func pathsAvoided(in *CreateInput, source string, now time.Time) string {
 	if in.Paths == nil || len(in.Paths.Faults(source, now)) == 0 {
 		return ""
@@ -308,6 +313,11 @@ func pathsAvoided(in *CreateInput, source string, now time.Time) string {
 	if len(names) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("admitted, but KubeVirt's scheduler may still place the target pod on %s, whose migration path from %s fails (%s); "+
-		"pin the target to a healthy node with spec.addedNodeSelector, or fix the path", strings.Join(names, ", "), source, strings.Join(msgs, "; "))
+	if in.Policy.Mode(settings.RulePathHealthy) == settings.ModeEnforce {
+		return fmt.Sprintf("%s excluded from the targets: the migration path from %s fails (%s); migranet keeps the target pod off %s",
+			strings.Join(names, ", "), source, strings.Join(msgs, "; "), settings.Plural(len(names), "it", "them"))
+	}
+	return fmt.Sprintf("%s avoided but not excluded (pathHealthy is in warn mode): the migration path from %s fails (%s); the scheduler prefers "+
+		"other nodes yet may still place the target pod there: pin a healthy node with spec.addedNodeSelector, or fix the path",
+		strings.Join(names, ", "), source, strings.Join(msgs, "; "))
 }

@@ -2,6 +2,7 @@ package migrationcheck
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,10 +40,15 @@ func TestEvaluateCreatePaths(t *testing.T) {
 		want   []want
 	}{
 		{name: "every path verified", modify: func(*CreateInput) {}},
-		{name: "a failing path is dropped while another target is left, with a warning: the scheduler may still pick it", modify: func(in *CreateInput) {
+		{name: "a failing path is dropped while another target is left, with a warning that steering excludes it", modify: func(in *CreateInput) {
 			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
-		}, want: []want{warn(pathRule, fieldVMIName, "admitted, but KubeVirt's scheduler may still place the target pod on node-1, whose migration path from node-0 fails (node-1: "+mtu,
-			"pin the target to a healthy node with spec.addedNodeSelector")}},
+		}, want: []want{warn(pathRule, fieldVMIName, "node-1 excluded from the targets: the migration path from node-0 fails (node-1: "+mtu,
+			"migranet keeps the target pod off it")}},
+		{name: "in warn mode the node is avoided, not excluded, and the warning says the scheduler may still pick it", modify: func(in *CreateInput) {
+			in.Policy = policy(map[settings.Rule]settings.Mode{pathRule: settings.ModeWarn})
+			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+		}, want: []want{warn(pathRule, fieldVMIName, "node-1 avoided but not excluded (pathHealthy is in warn mode)",
+			"may still place the target pod there: pin a healthy node with spec.addedNodeSelector")}},
 		{name: "no warning for a failing path to a node that cannot take the target pod anyway", modify: func(in *CreateInput) {
 			cordoned(in.Nodes[1])
 			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
@@ -173,15 +179,29 @@ func TestTargetNodesPath(t *testing.T) {
 	in := pathCreate()
 	in.Nodes = append(in.Nodes, node("node-3", cordoned))
 	in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-3"))
-	got := map[string]string{}
-	for _, nv := range TargetNodes(&in) {
-		got[nv.Node] = nv.Path
+	mtu := "9000-byte frames from node-0 to node-1 do not arrive (largest that crossed: 1500); check the uplink MTU of both nodes and of the switch ports between them"
+	verdicts := func() map[string]string {
+		got := map[string]string{}
+		for _, nv := range TargetNodes(&in) {
+			got[nv.Node] = nv.Path
+			if nv.Path == "" && strings.HasPrefix(nv.Reason, "excluded") {
+				got[nv.Node] = nv.Reason
+			}
+		}
+		return got
 	}
+	// Enforced: the node behind the failing path is no target (the steering excludes it).
 	want := map[string]string{"node-0": "", "node-3": "",
-		"node-1": "failing: 9000-byte frames from node-0 to node-1 do not arrive (largest that crossed: 1500); check the uplink MTU of both nodes and of the switch ports between them",
+		"node-1": "excluded: its migration path from node-0 fails: " + mtu,
 		"node-2": "unverified: node-2's probe agent has not reported on kubevirt/" + testNAD}
-	if d := gocmp.Diff(want, got); d != "" {
+	if d := gocmp.Diff(want, verdicts()); d != "" {
 		t.Errorf("paths (-want +got):\n%s", d)
+	}
+	// Warn mode: still a target, its path failing.
+	in.Policy = policy(map[settings.Rule]settings.Mode{pathRule: settings.ModeWarn})
+	want["node-1"] = "failing: " + mtu
+	if d := gocmp.Diff(want, verdicts()); d != "" {
+		t.Errorf("paths in warn mode (-want +got):\n%s", d)
 	}
 	in.Paths = nil
 	for _, nv := range TargetNodes(&in) {

@@ -116,6 +116,11 @@ func TargetNodes(in *CreateInput) []NodeVerdict {
 			nv.Reason = "spec.addedNodeSelector conflicts with the VMI's nodeSelector"
 		} else if v := t.judge(n); v.stage == numStages {
 			nv.Fits, nv.Path = true, t.pathVerdict(n.Name)
+			if strings.HasPrefix(nv.Path, "failing: ") && in.Policy.Mode(settings.RulePathHealthy) == settings.ModeEnforce {
+				// The steering keeps the target pod off it (Steer): not a target.
+				nv.Fits, nv.Path = false, ""
+				nv.Reason = "excluded: its migration path from " + t.source + " fails: " + strings.TrimPrefix(t.pathVerdict(n.Name), "failing: ")
+			}
 		} else {
 			g := group{v: v, count: 1}
 			nv.Reason = strings.TrimPrefix(t.reason(&g), "1 ")

@@ -368,7 +368,12 @@ func infeasible(in *CreateInput) (fld, msg string, notEvaluated []string) {
 // source fails are dropped, and a node that is feasible but for its path does not make the denial
 // (pathHealthy speaks instead). With the node index it stops at the first feasible node without
 // walking the others, but for the few whose path is in doubt.
-func search(in *CreateInput) (f feasibility) {
+func search(in *CreateInput) feasibility { return searchKeeping(in, false) }
+
+// searchKeeping is search; with keepAll it lists every feasible target whose path is unverified
+// (f.paths.allUnverified), not only the first three.
+func searchKeeping(in *CreateInput, keepAll bool) (f feasibility) {
+	f.paths.keepAll = keepAll
 	t, conflict := newTarget(in)
 	if conflict != "" {
 		f.fld, f.msg = fieldAddedNodeSelector, conflict
@@ -379,7 +384,7 @@ func search(in *CreateInput) (f feasibility) {
 		f.notEvaluated = t.c.NotEvaluated
 		return f
 	}
-	f.paths = pathFindings{}
+	f.paths = pathFindings{keepAll: keepAll}
 	var groups []group
 	total, found := 0, false
 	for i, n := range in.Nodes {
@@ -406,7 +411,7 @@ func search(in *CreateInput) (f feasibility) {
 				}
 			}
 			if st, _, _ := t.paths.h.Pair(t.source, n.Name, t.paths.now); st == settings.PathUnverified {
-				f.paths.unverified.add(i)
+				f.paths.addUnverified(i)
 			}
 			continue
 		}
