@@ -105,7 +105,7 @@ func GatherSteer(ctx context.Context, st State, pod *corev1.Pod) (in *CreateInpu
 	if vmim.Spec.Receive != nil && vmim.Spec.SendTo == nil {
 		return nil, "a decentralized migration's target (its source is outside the probed network)", nil
 	}
-	in, err = GatherCreate(ctx, st, vmim, "")
+	in, err = GatherCreate(ctx, st, vmim, "") // no user: see Steer
 	if err != nil {
 		return nil, "", err
 	}
@@ -122,6 +122,9 @@ func GatherSteer(ctx context.Context, st State, pod *corev1.Pod) (in *CreateInpu
 // same answer admission and preflight give.
 func Steer(in *CreateInput) Steering {
 	s := Steering{Migration: in.VMIM.Name, Source: in.VMI.Status.NodeName}
+	// The pod's creator is virt-controller whoever asked for the migration: exemptUsers exempt
+	// from refusals, never from the steering, so the modes are judged for no user.
+	in.User = ""
 	if in.Now.IsZero() {
 		in.Now = time.Now()
 	}
