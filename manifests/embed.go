@@ -3,8 +3,8 @@ package manifests
 import "embed"
 
 // FS holds crd/migranet.io_*.yaml (controller-gen CRDs), webhook/manifests.yaml (controller-gen
-// ValidatingWebhookConfiguration), webhook/scopes.yaml (the webhooks' selectors) and
-// guard/policy.yaml (the migration network's admission policies).
+// webhook configurations), webhook/scopes.yaml and webhook/steering-scope.yaml (the webhooks'
+// selectors) and guard/policy.yaml (the migration network's admission policies).
 //
-//go:embed crd/migranet.io_*.yaml webhook/manifests.yaml webhook/scopes.yaml guard/policy.yaml
+//go:embed crd/migranet.io_*.yaml webhook/manifests.yaml webhook/scopes.yaml webhook/steering-scope.yaml guard/policy.yaml
 var FS embed.FS

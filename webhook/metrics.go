@@ -38,6 +38,18 @@ const (
 	RuleNetworkMismatch    = "networkMismatch"    // KubeVirt migrations.network set by hand
 )
 
+// MetricTargetPods is the name of the counter of pod reviews the steering webhook answered.
+const MetricTargetPods = "migranet_target_pods_total"
+
+// Values of MetricTargetPods' result label.
+const (
+	SteerSteered   = "steered"    // affinity added
+	SteerNoTarget  = "no_target"  // affinity added, and no node is left for the pod
+	SteerUnchanged = "unchanged"  // a migration target pod left as KubeVirt made it (nothing to add, or not steerable)
+	SteerNotTarget = "not_target" // not a migration target pod: the webhook's objectSelector should have kept it away
+	SteerError     = "error"      // the cache could not be read: left unchanged
+)
+
 // outcome is one labelled series of MetricAdmissionDecisions.
 type outcome struct{ webhook, rule, result string }
 
@@ -67,6 +79,8 @@ func outcomes() []outcome {
 // order, else the first warning one, else "none"). A nil *Metrics counts nothing.
 type Metrics struct {
 	decisions *prometheus.CounterVec
+	// pods counts the steering webhook's pod reviews by result (MetricTargetPods).
+	pods map[string]prometheus.Counter
 	// counters holds the child of every known outcome, resolved once: counting then costs a map
 	// lookup and an atomic add, no label hashing. Read-only after NewMetrics.
 	counters map[outcome]prometheus.Counter
@@ -82,11 +96,28 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{decisions: vec, counters: map[outcome]prometheus.Counter{}}
+	pods, err := status.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricTargetPods,
+		Help: "Pod creates the target pod steering webhook answered, by result (steered, no_target, unchanged, not_target, error); not_target stays 0 while the webhook's objectSelector holds.",
+	}, []string{"result"}))
+	if err != nil {
+		return nil, err
+	}
+	m := &Metrics{decisions: vec, counters: map[outcome]prometheus.Counter{}, pods: map[string]prometheus.Counter{}}
 	for _, o := range outcomes() {
 		m.counters[o] = vec.WithLabelValues(o.webhook, o.rule, o.result)
 	}
+	for _, r := range []string{SteerSteered, SteerNoTarget, SteerUnchanged, SteerNotTarget, SteerError} {
+		m.pods[r] = pods.WithLabelValues(r)
+	}
 	return m, nil
+}
+
+// steered counts one pod review of the steering webhook.
+func (m *Metrics) steered(result string) {
+	if m != nil {
+		m.pods[result].Inc()
+	}
 }
 
 // count adds one decision.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/settings"
@@ -69,5 +70,7 @@ func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migration
 			return nil, err
 		}
 	}
+	mgr.GetWebhookServer().Register(SteeringPath, &crwebhook.Admission{Handler: &TargetSteerer{
+		State: state, Decoder: admission.NewDecoder(mgr.GetScheme()), Metrics: opts.Metrics, Recorder: opts.Recorder}})
 	return state, nil
 }

@@ -117,21 +117,80 @@ func (d *devSetup) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	existing := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	err = d.client.Get(ctx, client.ObjectKeyFromObject(cfg), existing)
-	switch {
-	case apierrors.IsNotFound(err):
-		err = d.client.Create(ctx, cfg)
-	case err == nil:
-		cfg.ResourceVersion = existing.ResourceVersion
-		err = d.client.Update(ctx, cfg)
-	}
-	if err != nil {
+	if err := createOrUpdate(ctx, d.client, cfg, &admissionregistrationv1.ValidatingWebhookConfiguration{}); err != nil {
 		return fmt.Errorf("registering webhook configuration %s: %w", devWebhookConfiguration, err)
+	}
+	mcfg, err := d.steeringConfiguration()
+	if err != nil {
+		return err
+	}
+	if err := createOrUpdate(ctx, d.client, mcfg, &admissionregistrationv1.MutatingWebhookConfiguration{}); err != nil {
+		return fmt.Errorf("registering mutating webhook configuration %s: %w", devWebhookConfiguration, err)
 	}
 	log.Info("webhooks registered", "url", d.baseURL, "configuration", devWebhookConfiguration)
 	<-ctx.Done()
 	return nil
+}
+
+// createOrUpdate creates obj, or updates it over the existing object (read into existing).
+func createOrUpdate(ctx context.Context, c client.Client, obj, existing client.Object) error {
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.Create(ctx, obj)
+	case err != nil:
+		return err
+	}
+	obj.SetResourceVersion(existing.GetResourceVersion())
+	return c.Update(ctx, obj)
+}
+
+// steeringConfiguration is the generated MutatingWebhookConfiguration (the target pod steering),
+// scoped as manifests/webhook/steering-scope.yaml says and pointing at the local server by URL.
+func (d *devSetup) steeringConfiguration() (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	data, err := fs.ReadFile(manifests.FS, "webhook/manifests.yaml")
+	if err != nil {
+		return nil, err
+	}
+	scopeData, err := fs.ReadFile(manifests.FS, "webhook/steering-scope.yaml")
+	if err != nil {
+		return nil, err
+	}
+	scope := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := utilyaml.Unmarshal(scopeData, scope); err != nil {
+		return nil, fmt.Errorf("manifests/webhook/steering-scope.yaml: %w", err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := dec.Decode(cfg); errors.Is(err, io.EOF) {
+			return nil, errors.New("manifests/webhook/manifests.yaml holds no MutatingWebhookConfiguration")
+		} else if err != nil {
+			return nil, err
+		}
+		if cfg.Kind != "MutatingWebhookConfiguration" {
+			continue
+		}
+		cfg.Name = devWebhookConfiguration
+		for i := range cfg.Webhooks {
+			w := &cfg.Webhooks[i]
+			for _, sc := range scope.Webhooks {
+				if sc.Name == w.Name {
+					w.NamespaceSelector, w.ObjectSelector = sc.NamespaceSelector.DeepCopy(), sc.ObjectSelector.DeepCopy()
+				}
+			}
+			if w.ObjectSelector == nil {
+				return nil, fmt.Errorf("manifests/webhook/steering-scope.yaml gives webhook %s no objectSelector: it would see every pod", w.Name)
+			}
+			path := ""
+			if cc := w.ClientConfig; cc.Service != nil && cc.Service.Path != nil {
+				path = *cc.Service.Path
+			}
+			url := d.baseURL + path
+			w.ClientConfig.Service, w.ClientConfig.URL, w.ClientConfig.CABundle = nil, &url, d.caBundle
+		}
+		return cfg, nil
+	}
 }
 
 // webhookConfiguration turns the generated configuration (service references) into one that

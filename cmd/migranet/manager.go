@@ -75,7 +75,7 @@ const devUsage = `Usage: migranet dev [flags]
 
 Runs the manager out of cluster, for development, against --kubeconfig (default $KUBECONFIG):
 it installs the CRDs and guard policies, serves the webhooks on 127.0.0.1 with a self-signed
-certificate and registers them by URL (ValidatingWebhookConfiguration ` + devWebhookConfiguration + `).
+certificate and registers them by URL (Validating- and MutatingWebhookConfiguration ` + devWebhookConfiguration + `).
 Leader election is off and shutdown is immediate unless flags say otherwise.
 
 Exit status: 0 stopped cleanly, 1 failed, 2 bad usage.

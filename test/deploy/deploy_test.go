@@ -84,7 +84,7 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 			kinds[want.GetKind()]++
 		}
 		for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "Role",
-			"ClusterRoleBinding", "RoleBinding", "Service", "Deployment", "PodDisruptionBudget", "ValidatingWebhookConfiguration"} {
+			"ClusterRoleBinding", "RoleBinding", "Service", "Deployment", "PodDisruptionBudget", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 			Expect(kinds).To(HaveKey(k))
 		}
 		// The built-in issuer creates its Secret: a shipped one makes every re-apply conflict
@@ -105,6 +105,12 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 			Expect(*ref.Port).To(Equal(svc.Spec.Ports[0].Port))
 			Expect(*ref.Path).To(HavePrefix("/validate-"))
 		}
+		mcfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		Expect(c.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, mcfg)).To(Succeed())
+		Expect(mcfg.Webhooks).To(HaveLen(1))
+		Expect(mcfg.Webhooks[0].ClientConfig.Service).NotTo(BeNil())
+		Expect(mcfg.Webhooks[0].ClientConfig.Service.Namespace + "/" + mcfg.Webhooks[0].ClientConfig.Service.Name).To(Equal(svc.Namespace + "/" + svc.Name))
+		Expect(*mcfg.Webhooks[0].ClientConfig.Service.Path).To(Equal("/mutate-v1-pod-migration-target"))
 		dep := &appsv1.Deployment{}
 		Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "migranet"}, dep)).To(Succeed())
 		ports := map[string]int32{}
@@ -114,7 +120,7 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 		Expect(ports).To(HaveKeyWithValue(svc.Spec.Ports[0].TargetPort.StrVal, int32(9443)))
 		Expect(svc.Spec.Selector).To(Equal(dep.Spec.Selector.MatchLabels))
 		Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
-		Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--cert-rotation", "--webhook-configuration="+env.WebhookConfig))
+		Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--cert-rotation", "--webhook-configuration="+env.WebhookConfig, "--mutating-webhook-configuration="+env.WebhookConfig))
 	})
 
 	It("runs two replicas that pass the restricted Pod Security level, on different nodes", func(ctx context.Context) {
@@ -152,6 +158,8 @@ var _ = Describe("the cert-manager overlay", func() {
 		}
 		Expect(byKind).NotTo(HaveKey("Secret"), "cert-manager creates the Secret")
 		Expect(byKind["ValidatingWebhookConfiguration"].GetAnnotations()).To(HaveKeyWithValue(
+			"cert-manager.io/inject-ca-from", env.Namespace+"/migranet-webhook"))
+		Expect(byKind["MutatingWebhookConfiguration"].GetAnnotations()).To(HaveKeyWithValue(
 			"cert-manager.io/inject-ca-from", env.Namespace+"/migranet-webhook"))
 		cert := byKind["Certificate"]
 		Expect(cert).NotTo(BeNil())

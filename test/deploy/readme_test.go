@@ -35,13 +35,49 @@ func readmeWebhooks() map[string][]string {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(strings.ReplaceAll(cells[i], "`", ""))
 		}
-		rows[cells[0]] = cells[1:6]
+		rows[strings.Fields(cells[0])[0]] = cells[1:6] // "name (mutating)": the name
 	}
 	return rows
 }
 
+// hook is what the README's table says of a validating or a mutating webhook.
+type hook struct {
+	name                              string
+	rules                             []admissionregistrationv1.RuleWithOperations
+	namespaceSelector, objectSelector *metav1.LabelSelector
+	matchConditions                   int
+	failurePolicy                     *admissionregistrationv1.FailurePolicyType
+	timeoutSeconds                    *int32
+	sideEffects                       *admissionregistrationv1.SideEffectClass
+	admissionReviewVersions           []string
+}
+
+// renderedHooks reads every webhook of the rendered configurations, validating and mutating.
+func renderedHooks(ctx context.Context) []hook {
+	objs, err := env.RenderManifests(ctx, c.Binaries.Kubectl, "manifests")
+	Expect(err).NotTo(HaveOccurred())
+	var out []hook
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ValidatingWebhookConfiguration":
+			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cfg)).To(Succeed())
+			for _, w := range cfg.Webhooks {
+				out = append(out, hook{w.Name, w.Rules, w.NamespaceSelector, w.ObjectSelector, len(w.MatchConditions), w.FailurePolicy, w.TimeoutSeconds, w.SideEffects, w.AdmissionReviewVersions})
+			}
+		case "MutatingWebhookConfiguration":
+			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cfg)).To(Succeed())
+			for _, w := range cfg.Webhooks {
+				out = append(out, hook{w.Name, w.Rules, w.NamespaceSelector, w.ObjectSelector, len(w.MatchConditions), w.FailurePolicy, w.TimeoutSeconds, w.SideEffects, w.AdmissionReviewVersions})
+			}
+		}
+	}
+	return out
+}
+
 // describeScope writes a webhook's selectors the way the README's scope column does.
-func describeScope(w admissionregistrationv1.ValidatingWebhook) string {
+func describeScope(w hook) string {
 	var parts []string
 	label := func(sel *metav1.LabelSelector) []string {
 		var out []string
@@ -51,16 +87,26 @@ func describeScope(w admissionregistrationv1.ValidatingWebhook) string {
 		slices.Sort(out)
 		return out
 	}
-	if sel := w.NamespaceSelector; sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 {
+	if sel := w.namespaceSelector; sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 {
 		Expect(sel.MatchExpressions).To(BeEmpty(), "describeScope knows matchLabels only")
 		Expect(sel.MatchLabels).To(HaveLen(1))
 		parts = append(parts, "namespace "+sel.MatchLabels["kubernetes.io/metadata.name"])
 	}
-	if sel := w.ObjectSelector; sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 {
-		Expect(sel.MatchExpressions).To(BeEmpty(), "describeScope knows matchLabels only")
-		parts = append(parts, "label "+strings.Join(label(sel), ", "))
+	if sel := w.objectSelector; sel != nil && len(sel.MatchLabels)+len(sel.MatchExpressions) > 0 {
+		labels := label(sel)
+		for _, e := range sel.MatchExpressions {
+			switch e.Operator {
+			case metav1.LabelSelectorOpIn:
+				labels = append(labels, e.Key+" in ("+strings.Join(e.Values, ", ")+")")
+			case metav1.LabelSelectorOpExists:
+				labels = append(labels, e.Key+" exists")
+			default:
+				Fail("describeScope knows In and Exists only, not " + string(e.Operator))
+			}
+		}
+		parts = append(parts, "label "+strings.Join(labels, ", "))
 	}
-	Expect(w.MatchConditions).To(BeEmpty(), "describeScope knows selectors only")
+	Expect(w.matchConditions).To(BeZero(), "describeScope knows selectors only")
 	if len(parts) == 0 {
 		return "all"
 	}
@@ -71,29 +117,21 @@ func describeScope(w admissionregistrationv1.ValidatingWebhook) string {
 // (it once said sideEffects None for a webhook declared NoneOnDryRun).
 var _ = Describe("the README's webhook table", func() {
 	It("matches every webhook the default overlay renders, field by field", func(ctx context.Context) {
-		objs, err := env.RenderManifests(ctx, c.Binaries.Kubectl, "manifests")
-		Expect(err).NotTo(HaveOccurred())
-		var cfg *admissionregistrationv1.ValidatingWebhookConfiguration
-		for _, o := range objs {
-			if o.GetKind() == "ValidatingWebhookConfiguration" {
-				cfg = &admissionregistrationv1.ValidatingWebhookConfiguration{}
-				Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, cfg)).To(Succeed())
-			}
-		}
-		Expect(cfg).NotTo(BeNil())
+		hooks := renderedHooks(ctx)
+		Expect(hooks).NotTo(BeEmpty())
 		rows := readmeWebhooks()
-		Expect(rows).To(HaveLen(len(cfg.Webhooks)), "one README row per webhook")
-		for _, w := range cfg.Webhooks {
-			Expect(rows).To(HaveKey(w.Name))
-			Expect(w.Rules).To(HaveLen(1), "the README describes one rule per webhook")
+		Expect(rows).To(HaveLen(len(hooks)), "one README row per webhook")
+		for _, w := range hooks {
+			Expect(rows).To(HaveKey(w.name))
+			Expect(w.rules).To(HaveLen(1), "the README describes one rule per webhook")
 			var ops []string
-			for _, op := range w.Rules[0].Operations {
+			for _, op := range w.rules[0].Operations {
 				ops = append(ops, string(op))
 			}
-			got := []string{strings.Join(ops, ", ") + " " + strings.Join(w.Rules[0].Resources, ", "), describeScope(w),
-				string(*w.FailurePolicy), fmt.Sprint(*w.TimeoutSeconds), string(*w.SideEffects)}
-			Expect(got).To(Equal(rows[w.Name]), "README row of %s (operations, scope, failurePolicy, timeoutSeconds, sideEffects)", w.Name)
-			Expect(w.AdmissionReviewVersions).To(Equal([]string{"v1"}))
+			got := []string{strings.Join(ops, ", ") + " " + strings.Join(w.rules[0].Resources, ", "), describeScope(w),
+				string(*w.failurePolicy), fmt.Sprint(*w.timeoutSeconds), string(*w.sideEffects)}
+			Expect(got).To(Equal(rows[w.name]), "README row of %s (operations, scope, failurePolicy, timeoutSeconds, sideEffects)", w.name)
+			Expect(w.admissionReviewVersions).To(Equal([]string{"v1"}))
 		}
 	})
 })

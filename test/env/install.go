@@ -100,7 +100,7 @@ func installForLocalReplicas(ctx context.Context, c *cluster.Cluster, serviceURL
 		switch u.GetKind() {
 		case "Deployment":
 			continue
-		case "ValidatingWebhookConfiguration":
+		case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
 			if err := pointAtURL(u, serviceURL, caBundle); err != nil {
 				return err
 			}

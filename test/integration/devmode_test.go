@@ -42,6 +42,9 @@ var _ = Describe("migranet dev", func() {
 			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			cfg.Name = "migranet-dev"
 			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, cfg))).To(Succeed())
+			mcfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			mcfg.Name = "migranet-dev"
+			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, mcfg))).To(Succeed())
 		})
 
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
@@ -49,6 +52,15 @@ var _ = Describe("migranet dev", func() {
 			g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, cfg)).To(Succeed())
 			g.Expect(cfg.Webhooks).To(HaveLen(4))
 			g.Expect(cfg.Webhooks[0].ClientConfig.URL).NotTo(BeNil())
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		By("the steering webhook is registered by URL too, scoped to migration target pods")
+		mcfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		Eventually(func(g Gomega) {
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, mcfg)).To(Succeed())
+			g.Expect(mcfg.Webhooks).To(HaveLen(1))
+			g.Expect(mcfg.Webhooks[0].ObjectSelector).NotTo(BeNil())
+			g.Expect(mcfg.Webhooks[0].ObjectSelector.MatchExpressions).To(HaveLen(2))
+			g.Expect(*mcfg.Webhooks[0].ClientConfig.URL).To(HaveSuffix("/mutate-v1-pod-migration-target"))
 		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		pool := x509.NewCertPool()
 		for _, w := range cfg.Webhooks {

@@ -3,7 +3,7 @@
 // it to the webhook server from memory through a watch on that Secret, so every replica picks up
 // a new certificate within the watch latency without a restart, and, as the built-in issuer
 // (Options.Rotate), generates and renews the CA and the serving certificate and injects the CA
-// bundle into the named ValidatingWebhookConfigurations. With cert-manager as the issuer it only
+// bundle into the named Validating- and MutatingWebhookConfigurations. With cert-manager as the issuer it only
 // reads the Secret.
 //
 // The decision of what the Secret should hold next is the pure function Plan; the Rotator runs

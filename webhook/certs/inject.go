@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,15 +15,15 @@ import (
 func (r *Rotator) inject(ctx context.Context, bundle []byte) ([]string, error) {
 	var missing []string
 	confirmed := false
-	for _, name := range r.opts.WebhookConfigurations {
-		cached, err := r.configs[name].Get(name)
+	for _, c := range r.configs {
+		bundles, err := c.bundles()
 		if apierrors.IsNotFound(err) {
-			missing = append(missing, fmt.Sprintf("ValidatingWebhookConfiguration %s not found", name))
+			missing = append(missing, fmt.Sprintf("%s %s not found", c.kind, c.name))
 			continue
 		} else if err != nil {
 			return nil, err
 		}
-		if carries(cached.Webhooks, bundle) {
+		if carries(bundles, bundle) {
 			continue
 		}
 		// A replica whose Secret cache lags must not put an older bundle back: confirm the
@@ -39,27 +38,13 @@ func (r *Rotator) inject(ctx context.Context, bundle []byte) ([]string, error) {
 			}
 			confirmed = true
 		}
-		cfg := cached.DeepCopy()
-		for i := range cfg.Webhooks {
-			cfg.Webhooks[i].ClientConfig.CABundle = bundle
-		}
-		_, err = r.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
+		err = c.update(ctx, bundle)
 		if apierrors.IsConflict(err) {
-			return nil, fmt.Errorf("%w: ValidatingWebhookConfiguration %s changed since it was read", errRetry, name)
+			return nil, fmt.Errorf("%w: %s %s changed since it was read", errRetry, c.kind, c.name)
 		} else if err != nil {
-			return nil, fmt.Errorf("injecting the CA bundle into ValidatingWebhookConfiguration %s: %w", name, err)
+			return nil, fmt.Errorf("injecting the CA bundle into %s %s: %w", c.kind, c.name, err)
 		}
-		ctrl.LoggerFrom(ctx).Info("CA bundle injected", "validatingWebhookConfiguration", name, "webhooks", len(cfg.Webhooks))
+		ctrl.LoggerFrom(ctx).Info("CA bundle injected", "kind", c.kind, "name", c.name, "webhooks", len(bundles))
 	}
 	return missing, nil
-}
-
-// carries reports whether every webhook trusts exactly bundle.
-func carries(hooks []admissionregistrationv1.ValidatingWebhook, bundle []byte) bool {
-	for _, h := range hooks {
-		if !bytes.Equal(h.ClientConfig.CABundle, bundle) {
-			return false
-		}
-	}
-	return true
 }

@@ -36,6 +36,8 @@ type Options struct {
 	// WebhookConfigurations are the ValidatingWebhookConfigurations that receive the CA bundle
 	// (built-in issuer only).
 	WebhookConfigurations []string
+	// MutatingWebhookConfigurations are the MutatingWebhookConfigurations that receive it too.
+	MutatingWebhookConfigurations []string
 	// Rotate makes migranet the issuer: it generates and renews the CA and the serving
 	// certificate and injects the bundle. Without it the Secret is only read (cert-manager).
 	Rotate bool
@@ -101,7 +103,7 @@ func (o Options) Validate() error {
 	if len(o.WebhookConfigurations) == 0 {
 		errs = append(errs, errors.New("no webhook configuration to inject the CA bundle into"))
 	}
-	for _, name := range o.WebhookConfigurations {
+	for _, name := range slices.Concat(o.WebhookConfigurations, o.MutatingWebhookConfigurations) {
 		for _, m := range validation.IsDNS1123Subdomain(name) {
 			errs = append(errs, fmt.Errorf("webhook configuration name %q: %s", name, m))
 		}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -36,7 +35,7 @@ type Rotator struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 
 	secrets corelisters.SecretLister
-	configs map[string]admissionlisters.ValidatingWebhookConfigurationLister
+	configs []webhookConfig
 
 	mu sync.Mutex
 	// problem says why the Rotator is not ready ("" when it is).
@@ -93,7 +92,7 @@ func (r *Rotator) Start(ctx context.Context) error {
 		return nil
 	}
 	log.Info("watching the webhook certificate", "issuer", map[bool]string{true: "built-in", false: "external"}[r.opts.Rotate],
-		"webhookConfigurations", r.opts.WebhookConfigurations)
+		"webhookConfigurations", r.opts.WebhookConfigurations, "mutatingWebhookConfigurations", r.opts.MutatingWebhookConfigurations)
 	r.queue.Add("sync")
 	for r.processNext(ctx) {
 	}
@@ -160,19 +159,29 @@ func (r *Rotator) startInformers(ctx context.Context) ([]cache.InformerSynced, e
 	r.secrets = secrets.Lister()
 	synced := []cache.InformerSynced{inf.HasSynced}
 	factories := []informers.SharedInformerFactory{secretFactory}
-	r.configs = map[string]admissionlisters.ValidatingWebhookConfigurationLister{}
+	r.configs = nil
 	if r.opts.Rotate {
+		type watched struct {
+			name   string
+			config func(informers.SharedInformerFactory, string) (webhookConfig, cache.SharedIndexInformer)
+		}
+		var all []watched
 		for _, name := range r.opts.WebhookConfigurations {
-			f := informers.NewSharedInformerFactoryWithOptions(r.client, 0, informers.WithTweakListOptions(byName(name)))
-			cfgs := f.Admissionregistration().V1().ValidatingWebhookConfigurations()
-			inf := cfgs.Informer()
-			if err := inf.SetWatchErrorHandler(onWatchError("ValidatingWebhookConfiguration " + name)); err != nil {
+			all = append(all, watched{name, r.validatingConfig})
+		}
+		for _, name := range r.opts.MutatingWebhookConfigurations {
+			all = append(all, watched{name, r.mutatingConfig})
+		}
+		for _, w := range all {
+			f := informers.NewSharedInformerFactoryWithOptions(r.client, 0, informers.WithTweakListOptions(byName(w.name)))
+			c, inf := w.config(f, w.name)
+			if err := inf.SetWatchErrorHandler(onWatchError(c.kind + " " + w.name)); err != nil {
 				return nil, err
 			}
 			if _, err := inf.AddEventHandler(handler); err != nil {
 				return nil, err
 			}
-			r.configs[name] = cfgs.Lister()
+			r.configs = append(r.configs, c)
 			synced = append(synced, inf.HasSynced)
 			factories = append(factories, f)
 		}

@@ -121,9 +121,9 @@ func (r *Rotator) write(ctx context.Context, secret *corev1.Secret, d Decision) 
 // has seen it, or 0 when one does not.
 func (r *Rotator) publishedFor(now time.Time, bundle []byte) time.Duration {
 	everywhere := len(bundle) > 0
-	for _, name := range r.opts.WebhookConfigurations {
-		cfg, err := r.configs[name].Get(name)
-		if err != nil || !carries(cfg.Webhooks, bundle) {
+	for _, c := range r.configs {
+		bundles, err := c.bundles()
+		if err != nil || !carries(bundles, bundle) {
 			everywhere = false
 		}
 	}

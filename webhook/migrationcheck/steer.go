@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
@@ -100,7 +101,7 @@ func GatherSteer(ctx context.Context, st State, pod *corev1.Pod) (in *CreateInpu
 	if vmim == nil {
 		// Not in the cache yet: the pod carries what the migration added (its node selector).
 		vmim = &kubevirtv1.VirtualMachineInstanceMigration{}
-		vmim.Namespace, vmim.Name, vmim.Spec.VMIName = pod.Namespace, pod.Annotations[kubevirtv1.MigrationJobNameAnnotation], vmiName
+		vmim.Namespace, vmim.Name, vmim.UID, vmim.Spec.VMIName = pod.Namespace, pod.Annotations[kubevirtv1.MigrationJobNameAnnotation], types.UID(uid), vmiName
 	}
 	if vmim.Spec.Receive != nil && vmim.Spec.SendTo == nil {
 		return nil, "a decentralized migration's target (its source is outside the probed network)", nil

@@ -1,0 +1,114 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/migranet/migranet/webhook/migrationcheck"
+)
+
+// SteeringPath is where the target pod steering webhook is served.
+const SteeringPath = "/mutate-v1-pod-migration-target"
+
+// +kubebuilder:webhook:path=/mutate-v1-pod-migration-target,mutating=true,failurePolicy=ignore,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=create,versions=v1,name=steer.migranet.io,admissionReviewVersions=v1,timeoutSeconds=3,reinvocationPolicy=Never
+
+// Reasons of the events the steering leaves on a migration.
+const (
+	// ReasonTargetSteered: the target pod was kept off nodes, or steered towards verified paths.
+	ReasonTargetSteered = "TargetSteered"
+	// ReasonNoTargetLeft: no node is left for the target pod; it stays Pending until KubeVirt
+	// fails the migration.
+	ReasonNoTargetLeft = "NoMigrationTargetLeft"
+)
+
+// TargetSteerer is the mutating webhook on pod CREATE, scoped by its objectSelector to
+// KubeVirt's migration target pods (kubevirt.io=virt-launcher, kubevirt.io/migrationJobUID): it
+// adds the node affinity migrationcheck.Steer decides, records what and why in the pod's
+// migrationcheck.SteeringAnnotation and in an event on the migration, and never refuses a pod.
+// It reads only State (informer stores).
+type TargetSteerer struct {
+	State   migrationcheck.State
+	Decoder admission.Decoder
+	// Metrics counts the pods it saw; nil counts nothing.
+	Metrics *Metrics
+	// Recorder receives the event on the migration; nil records none.
+	Recorder record.EventRecorder
+}
+
+// Handle answers one pod CREATE review: the pod as KubeVirt made it plus the steering, or the pod
+// unchanged (with the reason in the answer) when it is not steered.
+func (s *TargetSteerer) Handle(ctx context.Context, req admission.Request) admission.Response {
+	pod := &corev1.Pod{}
+	if req.Operation != "CREATE" || req.Kind.Kind != "Pod" || s.Decoder.Decode(req, pod) != nil {
+		s.Metrics.steered(SteerNotTarget)
+		return admission.Allowed("not a pod create")
+	}
+	if !migrationcheck.IsMigrationTarget(pod) {
+		s.Metrics.steered(SteerNotTarget)
+		return admission.Allowed("not a migration target pod")
+	}
+	in, skip, err := migrationcheck.GatherSteer(ctx, s.State, pod)
+	if err != nil {
+		s.Metrics.steered(SteerError)
+		return admission.Allowed("not steered: reading the cache: " + err.Error())
+	}
+	if skip != "" {
+		s.Metrics.steered(SteerUnchanged)
+		return admission.Allowed("not steered: " + skip)
+	}
+	st := migrationcheck.Steer(in)
+	if !st.Changes() {
+		s.Metrics.steered(SteerUnchanged)
+		return admission.Allowed("nothing to steer")
+	}
+	steered := pod.DeepCopy()
+	st.Apply(steered)
+	note, err := json.Marshal(st)
+	if err != nil {
+		s.Metrics.steered(SteerError)
+		return admission.Allowed("not steered: " + err.Error())
+	}
+	if steered.Annotations == nil {
+		steered.Annotations = map[string]string{}
+	}
+	steered.Annotations[migrationcheck.SteeringAnnotation] = string(note)
+	raw, err := json.Marshal(steered)
+	if err != nil {
+		s.Metrics.steered(SteerError)
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if st.NoTarget != "" {
+		s.Metrics.steered(SteerNoTarget)
+	} else {
+		s.Metrics.steered(SteerSteered)
+	}
+	if req.DryRun == nil || !*req.DryRun {
+		s.record(ctx, in.VMIM, &st)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// record leaves the event on the migration (asynchronous: the recorder queues it).
+func (s *TargetSteerer) record(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration, st *migrationcheck.Steering) {
+	if s.Recorder == nil || vmim == nil || vmim.Name == "" || vmim.UID == "" {
+		return
+	}
+	ref := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: vmim.Namespace, Name: vmim.Name, UID: types.UID(vmim.UID)}}
+	kind, reason := corev1.EventTypeNormal, ReasonTargetSteered
+	if st.NoTarget != "" {
+		kind, reason = corev1.EventTypeWarning, ReasonNoTargetLeft
+	}
+	s.Recorder.Event(ref, kind, reason, truncate(st.Summary(), maxEventMessage))
+	ctrl.LoggerFrom(ctx).V(1).Info("migration target steered", "migration", vmim.Namespace+"/"+vmim.Name, "excluded", len(st.Excluded), "noTarget", st.NoTarget != "")
+}
+
+var _ admission.Handler = &TargetSteerer{}
