@@ -280,6 +280,13 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 		WithValidator(&webhook.MigrationValidator{State: state.WithPaths(paths)}).WithValidatorCustomPath(pathsPath).Complete(); err != nil {
 		return "", nil, nil, err
 	}
+	// The steering webhook with a failing pair of the hard source's, and its ceiling: a pod
+	// handler that decodes the pod and admits it unchanged, served on the same server.
+	spaths := &settings.PathStore{}
+	spaths.Publish(steerPaths(snap.Network, time.Now()))
+	decoder := admission.NewDecoder(mgr.GetScheme())
+	mgr.GetWebhookServer().Register(podSteerPath, &ctrlwebhook.Admission{Handler: &webhook.TargetSteerer{State: state.WithPaths(spaths), Decoder: decoder}})
+	mgr.GetWebhookServer().Register(podNoopPath, &ctrlwebhook.Admission{Handler: noopPodHandler{decoder: decoder}})
 	// The ceiling: a validator for the same kind that admits everything, registered and served
 	// exactly as migranet's are (the builder's request logger and panic recovery, decoding).
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&kubevirtv1.VirtualMachineInstanceMigration{}).WithValidator(noopValidator{}).
