@@ -1,6 +1,7 @@
 // Package webhook is migranet's admission layer: one thin handler per validated kind — Setting
 // (setting.go), VirtualMachineInstanceMigration (migration.go), NetworkAttachmentDefinition
-// (nad.go) and KubeVirt (kubevirt.go) — and setup.go, which registers them with a manager. The
+// (nad.go) and KubeVirt (kubevirt.go) — the mutating webhook that steers migration target pods
+// (steering.go), and setup.go, which registers them with a manager. The
 // migration rules, target feasibility and the target pod render are the admission engine in
 // migrationcheck/, which the handlers feed from informer stores (migrationcheck.Informers): no API
 // request is made while answering a review. The package counts every decision (metrics.go) and

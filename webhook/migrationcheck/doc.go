@@ -13,6 +13,8 @@
 //     and the cluster network, with a node index that finds a feasible node without walking them.
 //   - The target pod render (targetpod/), following KubeVirt v1.8.4's virt-controller.
 //   - Preflight (preflight.go): the same rules rule by rule and node by node.
+//   - The steering of target pods (steer.go): the node affinity a migration's target pod gets,
+//     from the same path answer and target search as the rules.
 //
 // checktest/ holds the fixtures its tests and the webhook's share.
 package migrationcheck
