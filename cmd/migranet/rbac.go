@@ -12,3 +12,4 @@ package main
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update,resourceNames=migranet-webhook-server-cert,namespace=migranet-system
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=migranet-system
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=list;watch;update,resourceNames=migranet
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=list;watch;update,resourceNames=migranet

@@ -114,6 +114,7 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !f.watch {
 		rows := combineAll(vmims, func(ns, name string) *kubevirtv1.VirtualMachineInstance { return vmis[ns+"/"+name] }, time.Now())
 		status.AttachWarnings(rows, readWarnedEvents(ctx, c, namespace, len(rows)))
+		status.AttachSteering(rows, readSteeringEvents(ctx, c, namespace, len(rows)))
 		status.InferNetwork(rows, net)
 		if err := status.Print(stdout, f.output, f.allNamespaces, net, rows); err != nil {
 			return fail(statusClusterErr, "writing output: %v", err)
@@ -372,6 +373,23 @@ func explain(err error, cfg *rest.Config, f *clusterFlags) string {
 		return fmt.Sprintf("%v\ncannot reach the API server at %s: is the cluster up, and is --kubeconfig (or --context) the right one?", err, cfg.Host)
 	}
 	return err.Error()
+}
+
+// readSteeringEvents lists the events the target pod steering left on migrations (none when there
+// are no migrations; an addition, like readWarnedEvents).
+func readSteeringEvents(ctx context.Context, c client.Reader, namespace string, migrations int) []corev1.Event {
+	if migrations == 0 {
+		return nil
+	}
+	var out []corev1.Event
+	for _, reason := range []string{webhook.ReasonTargetSteered, webhook.ReasonNoTargetLeft} {
+		list := &corev1.EventList{}
+		if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{"reason": reason}); err != nil {
+			return nil
+		}
+		out = append(out, list.Items...)
+	}
+	return out
 }
 
 // readWarnedEvents lists the events of migrations admitted with warnings (none when there are no

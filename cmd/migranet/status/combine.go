@@ -63,6 +63,9 @@ type Row struct {
 	ElapsedSeconds *int64       `json:"elapsedSeconds"`
 	// AdmissionWarnings are the warnings migranet admitted the migration with (AttachWarnings).
 	AdmissionWarnings []string `json:"admissionWarnings,omitempty"`
+	// Steering is what migranet's steering did to the migration's target pod (AttachSteering):
+	// which nodes it excluded and why.
+	Steering []string `json:"steering,omitempty"`
 }
 
 // Key identifies the row's VMIM: "namespace/name".

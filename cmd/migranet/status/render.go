@@ -140,6 +140,9 @@ func Print(w io.Writer, format string, allNamespaces bool, net Network, rows []R
 			for _, warning := range r.AdmissionWarnings {
 				b.WriteString("Warning: " + r.Name + " was admitted with: " + warning + "\n")
 			}
+			for _, st := range r.Steering {
+				b.WriteString("Steered: " + st + "\n")
+			}
 		}
 	}
 	_, err := io.WriteString(w, b.String())

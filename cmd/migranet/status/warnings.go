@@ -27,6 +27,21 @@ func AttachWarnings(rows []Row, events []corev1.Event) {
 	}
 }
 
+// AttachSteering sets each row's Steering from the events the target pod steering left on the
+// migration itself (TargetSteered, NoMigrationTargetLeft), seen no earlier than its creation.
+func AttachSteering(rows []Row, events []corev1.Event) {
+	for i := range rows {
+		r := &rows[i]
+		for _, e := range events {
+			if (e.Reason != webhook.ReasonTargetSteered && e.Reason != webhook.ReasonNoTargetLeft) || e.Namespace != r.Namespace ||
+				e.InvolvedObject.Kind != "VirtualMachineInstanceMigration" || e.InvolvedObject.Name != r.Name || eventTime(e).Before(r.Created.Time) {
+				continue
+			}
+			r.Steering = append(r.Steering, e.Message)
+		}
+	}
+}
+
 // eventTime is when the event was last seen.
 func eventTime(e corev1.Event) time.Time {
 	switch {
