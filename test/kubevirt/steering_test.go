@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -37,6 +38,44 @@ func targetPod(ctx context.Context, ns string, vmim *kubevirtv1.VirtualMachineIn
 		g.Expect(pod.Spec.NodeName).NotTo(BeEmpty(), "the scheduler places the target pod")
 	}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 	return pod
+}
+
+// brokenNode starts the jumbo migration network, narrows node's uplink below it and waits until
+// every replica refuses a migration pinned from node-1 to node (each reads the reports from its
+// own cache; the Service picks one per request: three refusals in a row). It returns a namespace.
+func brokenNode(ctx context.Context, node string) string {
+	GinkgoHelper()
+	jumbo := `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
+	setSetting(ctx, v1beta1.MigrationNetwork, jumbo)
+	waitNetworkReady(ctx, netcontroller.ReasonReady)
+	Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
+	ns := f.Namespace(ctx)
+	f.StartVMI(ctx, framework.VMI(ns, "probe", "node-1", nil))
+	key := cluster.UplinkMTUAnnotationPrefix + cluster.DefaultClusterNetwork
+	patchNode(ctx, node, func(n *corev1.Node) { n.Annotations[key] = "1500" },
+		func(n *corev1.Node) { n.Annotations[key] = strconv.Itoa(cluster.DefaultUplinkMTU) })
+	refusals := 0
+	Eventually(func() int {
+		_, stderr, err := f.Kubectl(vmimTo(ns, "refused", "probe", node), "create", "--dry-run=server", "-f", "-")
+		if err != nil && strings.Contains(stderr, "9000-byte frames from node-1 to "+node+" do not arrive") {
+			refusals++
+		} else {
+			refusals = 0
+		}
+		return refusals
+	}).WithTimeout(framework.Long).Should(BeNumerically(">=", 3))
+	return ns
+}
+
+// preferring is framework.VMI on node-1 that also prefers node (weight 50, below node-1's 100):
+// from node-1 the scheduler would pick node.
+func preferring(ns, name, node string) *kubevirtv1.VirtualMachineInstance {
+	vm := framework.VMI(ns, name, "node-1", nil)
+	na := vm.Spec.Affinity.NodeAffinity
+	na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{
+		Weight: 50, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}})
+	return vm
 }
 
 // The steering (steer.migranet.io) run by KubeVirt's own virt-controller and the real
@@ -90,9 +129,9 @@ var _ = Describe("steering a migration's target pod off the paths the probe agen
 			return refusals
 		}).WithTimeout(framework.Long).Should(BeNumerically(">=", 3))
 
-		By("four unpinned migrations, each steered off node-2 and completed")
+		By("twenty unpinned migrations, each steered off node-2 and completed")
 		source := "node-1"
-		for i := range 4 {
+		for i := range 20 {
 			name := fmt.Sprintf("steered-%d", i)
 			stderr := createWarned(vmimYAML(ns, name, "vm"))
 			Expect(stderr).To(ContainSubstring("node-2 excluded from the targets: the migration path from " + source + " fails"))
@@ -138,5 +177,88 @@ var _ = Describe("steering a migration's target pod off the paths the probe agen
 		Expect(pod.Spec.NodeName).To(Equal(broken), "without the steering the VMI's preference wins")
 		// The stand-in would stall it for 150 s: cancel it.
 		Expect(f.Client.Delete(ctx, migration(ctx, ns, "unsteered"))).To(Succeed())
+	})
+
+	// Faults caught, each seen to fail once: no event when nothing is left; the steering skipped
+	// for a migration admission let through (the pod bound to node-2 and the stream stalled).
+	It("says so when the exclusions leave no node: the target pod stays Pending and KubeVirt fails the migration on its unschedulable timeout, no stream started", func(ctx context.Context) {
+		if f.NodeNetworks == nil {
+			Skip("the probe agents need the nodes' real networks (MIGRANET_TEST_SKIP=netns)")
+		}
+		ns := brokenNode(ctx, "node-2")
+		Expect(f.StartVMI(ctx, framework.VMI(ns, "vm", "node-1", nil)).Status.NodeName).To(Equal("node-1"))
+		By("a migration pinned to node-2 that admission lets through (its creator exempt), as one admitted just before the path broke would be")
+		setSetting(ctx, v1beta1.MigrationPolicy, `{"exemptUsers":["admin"]}`)
+		pinned := strings.Replace(vmimTo(ns, "late", "vm", "node-2"), "metadata: {name: late, namespace: "+ns+"}",
+			"metadata: {name: late, namespace: "+ns+", annotations: {"+kubevirtv1.MigrationUnschedulablePodTimeoutSecondsAnnotation+": \"15\"}}", 1)
+		Expect(pinned).To(ContainSubstring("migrationUnschedulablePodTimeoutSeconds"))
+		start := time.Now()
+		createWarned(pinned)
+		m := migration(ctx, ns, "late")
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(f.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{kubevirtv1.MigrationJobLabel: string(m.UID)})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			g.Expect(pods.Items[0].Spec.NodeName).To(BeEmpty(), "no node is left: the pod is not bound")
+			g.Expect(pods.Items[0].Annotations[migrationcheck.SteeringAnnotation]).To(ContainSubstring(`"noTarget"`))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		Eventually(func(g Gomega) {
+			events := &corev1.EventList{}
+			g.Expect(f.Client.List(ctx, events, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": "late"})).To(Succeed())
+			var reasons []string
+			for _, e := range events.Items {
+				reasons = append(reasons, e.Type+" "+e.Reason+": "+e.Message)
+			}
+			g.Expect(reasons).To(ContainElement(And(HavePrefix("Warning "+webhook.ReasonNoTargetLeft), ContainSubstring("no node is left for it"))))
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+		By("KubeVirt failing the migration when the pod stays unschedulable")
+		Eventually(migrationPhase).WithContext(ctx).WithArguments(ns, "late").WithTimeout(framework.Long).Should(Equal(string(kubevirtv1.MigrationFailed)))
+		GinkgoWriter.Printf("migration failed %s after its create (unschedulable timeout 15 s)\n", time.Since(start).Round(time.Second))
+		Expect(vmi(ctx, ns, "vm").Status.NodeName).To(Equal("node-1"))
+		if ms := vmi(ctx, ns, "vm").Status.MigrationState; ms != nil {
+			Expect(ms.TargetNodeDomainDetected).To(BeFalse(), "no stream was started")
+		}
+	})
+
+	// Fault caught, seen to fail once: the steering off (the evacuation's target pods follow the
+	// VMIs' preference to node-2).
+	It("keeps the migrations of a node drain off the broken node", func(ctx context.Context) {
+		if f.NodeNetworks == nil {
+			Skip("the probe agents need the nodes' real networks (MIGRANET_TEST_SKIP=netns)")
+		}
+		ns := brokenNode(ctx, "node-2")
+		names := []string{"db-0", "db-1", "db-2"}
+		for _, name := range names {
+			vm := preferring(ns, name, "node-2")
+			strategy := kubevirtv1.EvictionStrategyLiveMigrate
+			vm.Spec.EvictionStrategy = &strategy
+			Expect(f.StartVMI(ctx, vm).Status.NodeName).To(Equal("node-1"))
+		}
+		DeferCleanup(func(ctx context.Context) {
+			_, _, _ = f.Kubectl("", "uncordon", "node-1")
+		})
+		By("kubectl drain node-1: virt-api turns each eviction into an evacuation, virt-controller into a migration")
+		out, stderr, err := f.Kubectl("", "drain", "node-1", "--pod-selector", kubevirtv1.AppLabel+"=virt-launcher", "--delete-emptydir-data", "--timeout", "150s")
+		Expect(err).NotTo(HaveOccurred(), "%s\n%s", out, stderr)
+		for _, name := range names {
+			Eventually(func(g Gomega) {
+				v := vmi(ctx, ns, name)
+				g.Expect(v.Status.NodeName).To(Equal("node-3"), "%s moved off node-1, and not to node-2", name)
+			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		}
+		list := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+		Expect(f.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		migrated := 0
+		for _, m := range list.Items {
+			if m.Spec.VMIName == "probe" {
+				continue
+			}
+			if m.Status.Phase == kubevirtv1.MigrationSucceeded {
+				migrated++
+				Expect(m.Status.MigrationState).NotTo(BeNil())
+				Expect(m.Status.MigrationState.TargetNode).NotTo(Equal("node-2"))
+			}
+		}
+		Expect(migrated).To(BeNumerically(">=", len(names)))
 	})
 })
