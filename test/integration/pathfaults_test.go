@@ -6,6 +6,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -13,13 +17,38 @@ import (
 	"github.com/migranet/migranet/test/nodenet"
 )
 
+// steeredOff creates, as a server-side dry run, the target pod virt-controller would create for a
+// migration of vmi and returns the nodes its required node affinity excludes (matchFields
+// metadata.name NotIn), as the steering webhook returned it.
+func steeredOff(ctx context.Context, ns, vmi string) ([]string, error) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "virt-launcher-" + vmi + "-",
+		Labels:      map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.MigrationJobLabel: "dry-run"},
+		Annotations: map[string]string{kubevirtv1.DomainAnnotation: vmi}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "none"}}}}
+	if err := f.Client.Create(ctx, pod, client.DryRunAll); err != nil {
+		return nil, err
+	}
+	var out []string
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, r := range t.MatchFields {
+				if r.Key == "metadata.name" && r.Operator == corev1.NodeSelectorOpNotIn {
+					out = append(out, r.Values...)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
 // pathFault breaks node-3's paths in the nodes' real networks and returns its repair.
 type pathFault func(ctx context.Context, node1 netip.Addr) (repair func(context.Context) error)
 
 // The faults besides a narrowed uplink (probeagents_test.go), each through the real probe agents
 // and admission: the pairs reported with their reason within a round or two, the migration from
 // node-1 to node-3 refused naming the pair, one to the healthy node-2 admitted without a warning,
-// and node-3 admitted again after the repair.
+// and node-3 admitted again after the repair; a target pod of vm-a steered off node-3 while the
+// fault lasts and not after the repair (a path repaired receives migrations again).
 //
 // Faults caught: an agent that reads a dead path as healthy (a report that keeps its last good
 // verdict, probes judged by the socket's send result), a one-way cut reported as healthy from the
@@ -69,6 +98,8 @@ var _ = Describe("migration-path faults seen by the real probe agents", func() {
 			stderr, err := dryRun(vmimToYAML(ns, "to-2", "vm-a", "node-2"))
 			Expect(err).NotTo(HaveOccurred(), stderr)
 			Expect(stderr).To(BeEmpty())
+			By("a target pod of vm-a, as virt-controller would create it, steered off node-3 (server-side dry run)")
+			Eventually(steeredOff).WithContext(ctx).WithArguments(ns, "vm-a").WithTimeout(framework.Long).Should(ConsistOf("node-3"))
 
 			By("repaired: no failing pair, Healthy True, node-3 admitted again")
 			Expect(repair(ctx)).To(Succeed())
@@ -86,6 +117,7 @@ var _ = Describe("migration-path faults seen by the real probe agents", func() {
 				g.Expect(err).NotTo(HaveOccurred(), stderr)
 				g.Expect(stderr).To(BeEmpty())
 			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+			Eventually(steeredOff).WithContext(ctx).WithArguments(ns, "vm-a").WithTimeout(framework.Long).Should(BeEmpty(), "node-3 a target again")
 		},
 		Entry("node-3 cut off: its uplink's carrier down",
 			pathFault(func(ctx context.Context, _ netip.Addr) func(context.Context) error {
