@@ -59,9 +59,9 @@ var _ = Describe("migration-path faults seen by the real probe agents", func() {
 	BeforeEach(requireProbedNetworks)
 
 	DescribeTable("reports the pairs, refuses migrations through them, admits them again after the repair",
-		func(ctx context.Context, fault pathFault, node1, node2, node3 []string, reason string) {
+		func(ctx context.Context, value string, fault pathFault, node1, node2, node3 []string, reason string) {
 			ns := f.Namespace(ctx)
-			setValue(ctx, net1500)
+			setValue(ctx, value)
 			waitReady(ctx, netcontroller.ReasonReady)
 			var addr1 netip.Addr
 			Eventually(func(g Gomega) {
@@ -119,7 +119,7 @@ var _ = Describe("migration-path faults seen by the real probe agents", func() {
 			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 			Eventually(steeredOff).WithContext(ctx).WithArguments(ns, "vm-a").WithTimeout(framework.Long).Should(BeEmpty(), "node-3 a target again")
 		},
-		Entry("node-3 cut off: its uplink's carrier down",
+		Entry("node-3 cut off: its uplink's carrier down", net1500,
 			pathFault(func(ctx context.Context, _ netip.Addr) func(context.Context) error {
 				Expect(f.NodeNetworks.Fabric.SetCarrier(ctx, "node-3", "migration", false)).To(Succeed())
 				return func(ctx context.Context) error {
@@ -129,7 +129,7 @@ var _ = Describe("migration-path faults seen by the real probe agents", func() {
 			[]string{"node-3:" + v1beta1.PathUnreachable + ":0"}, []string{"node-3:" + v1beta1.PathUnreachable + ":0"},
 			[]string{"node-1:" + v1beta1.PathUnreachable + ":0", "node-2:" + v1beta1.PathUnreachable + ":0"},
 			"no probe from node-1 reaches node-3 and nothing comes back"),
-		Entry("node-3 on another switch (its port's VLAN not trunked)",
+		Entry("node-3 on another switch (its port's VLAN not trunked)", net1500,
 			pathFault(func(ctx context.Context, _ netip.Addr) func(context.Context) error {
 				Expect(f.NodeNetworks.Fabric.Isolate(ctx, "node-3", "migration", true)).To(Succeed())
 				return func(ctx context.Context) error {
@@ -139,7 +139,17 @@ var _ = Describe("migration-path faults seen by the real probe agents", func() {
 			[]string{"node-3:" + v1beta1.PathUnreachable + ":0"}, []string{"node-3:" + v1beta1.PathUnreachable + ":0"},
 			[]string{"node-1:" + v1beta1.PathUnreachable + ":0", "node-2:" + v1beta1.PathUnreachable + ":0"},
 			"no probe from node-1 reaches node-3 and nothing comes back"),
-		Entry("node-3's host firewall dropping what comes from node-1 (nftables, bridge family)",
+		Entry("IPv6: node-3 on another switch", net64,
+			pathFault(func(ctx context.Context, _ netip.Addr) func(context.Context) error {
+				Expect(f.NodeNetworks.Fabric.Isolate(ctx, "node-3", "migration", true)).To(Succeed())
+				return func(ctx context.Context) error {
+					return f.NodeNetworks.Fabric.Isolate(ctx, "node-3", "migration", false)
+				}
+			}),
+			[]string{"node-3:" + v1beta1.PathUnreachable + ":0"}, []string{"node-3:" + v1beta1.PathUnreachable + ":0"},
+			[]string{"node-1:" + v1beta1.PathUnreachable + ":0", "node-2:" + v1beta1.PathUnreachable + ":0"},
+			"no probe from node-1 reaches node-3 and nothing comes back"),
+		Entry("node-3's host firewall dropping what comes from node-1 (nftables, bridge family)", net1500,
 			pathFault(func(ctx context.Context, node1 netip.Addr) func(context.Context) error {
 				host := f.NodeNetworks.Fabric.Host("node-3")
 				Expect(nodenet.DropBridged(ctx, host, node1)).To(Succeed())
