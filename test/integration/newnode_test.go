@@ -5,6 +5,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -43,6 +47,18 @@ var _ = Describe("a node that joins before its cluster network is set up", func(
 			_, stderr, _ := f.Kubectl(vmimYAML(ns, "between-attached", "vm-a"), "create", "--dry-run=server", "-f", "-")
 			return stderr
 		}).WithTimeout(framework.Short).Should(BeEmpty(), "a migration between attached nodes is admitted")
+
+		By("a target pod of vm-a keeps off node-new: the cluster network required, and node-new excluded as not attached")
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "virt-launcher-vm-a-",
+			Labels:      map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.MigrationJobLabel: "dry-run"},
+			Annotations: map[string]string{kubevirtv1.DomainAnnotation: "vm-a"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "none"}}}}
+		Expect(f.Client.Create(ctx, pod, client.DryRunAll)).To(Succeed())
+		Expect(pod.Spec.Affinity).NotTo(BeNil())
+		terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		Expect(terms).To(HaveLen(1))
+		Expect(terms[0].MatchExpressions).To(ContainElement(corev1.NodeSelectorRequirement{Key: "network.harvesterhci.io/migration", Operator: corev1.NodeSelectorOpIn, Values: []string{"true"}}))
+		Expect(terms[0].MatchFields).To(ContainElement(corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"node-new"}}))
 
 		_, stderr, err := f.Kubectl(vmimYAML(ns, "from-new", "vm-new"), "create", "--dry-run=server", "-f", "-")
 		Expect(err).To(HaveOccurred())
