@@ -27,7 +27,8 @@ all: build ## same as build
 build: ## the migranet binary, in bin/
 	$(GO) build -o bin/migranet ./cmd/migranet
 
-dev: ## local cluster (control plane, kwok nodes, simulators) + migranet; Ctrl-C stops it all
+dev: ## local cluster (control plane, kwok nodes, real node networks) + migranet; Ctrl-C stops it all
+	bash hack/host-tools.sh dev
 	$(GO) run ./test/devcluster
 
 # Every suite writes what it ran to RESULTS (go test -json streams, Ginkgo spec reports); make test
