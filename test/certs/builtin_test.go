@@ -83,6 +83,22 @@ var _ = Describe("the built-in issuer", func() {
 		GinkgoWriter.Printf("MEASURE bundle re-injected %s after the overwrite\n", time.Since(overwritten).Round(time.Millisecond))
 	})
 
+	// The fault caught: the mutating configuration (the target pod steering) left without the
+	// bundle, so the API server cannot call it and, failing open, steers nothing.
+	It("injects the bundle into the mutating webhook configuration too", func(ctx SpecContext) {
+		ns := namespace(ctx)
+		secret, cfgName := "webhook-cert", ns
+		rc := narrowUser(ctx, "rotator-"+ns, ns, secret, cfgName, true)
+		r := startReplica("mutating", rc, webhookcerts.Options{Namespace: ns, SecretName: secret, ServiceName: serviceName,
+			WebhookConfigurations: []string{cfgName}, MutatingWebhookConfigurations: []string{cfgName}, Rotate: true})
+		webhookConfiguration(ctx, cfgName, namespace(ctx), r.URL())
+		mutatingBundle := mutatingConfiguration(ctx, cfgName, namespace(ctx), r.URL())
+		Eventually(readyCheck).WithArguments(r).WithTimeout(10 * time.Second).Should(Succeed())
+		data := secretData(ctx, ns, secret)
+		Expect(bundleOf(ctx, cfgName)).To(Equal(data[webhookcerts.KeyCA]))
+		Eventually(mutatingBundle).WithContext(ctx).WithTimeout(10 * time.Second).Should(Equal(data[webhookcerts.KeyCA]))
+	})
+
 	// The fault caught: an issuer that waits for a Secret nobody ships (the manifests no longer
 	// carry it, so that a re-apply never conflicts with the certificate written into it).
 	It("creates its missing Secret, issues into it and injects the bundle", func(ctx SpecContext) {

@@ -127,9 +127,40 @@ func webhookConfiguration(ctx context.Context, name, target string, urls ...stri
 	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, cfg))).To(Succeed()) })
 }
 
+// mutatingConfiguration registers one mutating webhook at url for ConfigMap creation in target
+// (failurePolicy Ignore), with no CA bundle, and deletes it afterwards; it returns a reader of the
+// bundle it carries.
+func mutatingConfiguration(ctx context.Context, name, target, url string) func(context.Context) ([]byte, error) {
+	GinkgoHelper()
+	none, ignore, timeout := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore, int32(5)
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:         "m.certs.migranet.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+			}},
+			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: target}},
+			SideEffects:             &none,
+			FailurePolicy:           &ignore,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+		}}}
+	Expect(cl.Client.Create(ctx, cfg)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, cfg))).To(Succeed()) })
+	return func(ctx context.Context) ([]byte, error) {
+		got := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+			return nil, err
+		}
+		return got.Webhooks[0].ClientConfig.CABundle, nil
+	}
+}
+
 // narrowUser returns a client configuration for a user allowed what migranet's manifests allow:
 // get, list and watch (and, for the issuer, update) on the one Secret, and, for the issuer, get,
-// list, watch, update and patch on the one webhook configuration.
+// list, watch, update and patch on the one webhook configuration of each kind.
 func narrowUser(ctx context.Context, user, ns, secret, webhookCfg string, issuer bool) *rest.Config {
 	GinkgoHelper()
 	verbs := []string{"get", "list", "watch"}
@@ -146,7 +177,7 @@ func narrowUser(ctx context.Context, user, ns, secret, webhookCfg string, issuer
 	if issuer {
 		objs = append(objs,
 			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user},
-				Rules: []rbacv1.PolicyRule{{APIGroups: []string{admissionregistrationv1.GroupName}, Resources: []string{"validatingwebhookconfigurations"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{admissionregistrationv1.GroupName}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
 					ResourceNames: []string{webhookCfg}, Verbs: []string{"get", "list", "watch", "update", "patch"}}}},
 			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user}, Subjects: subject,
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user}})

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 )
@@ -19,66 +21,66 @@ type webhookConfig struct {
 	update func(ctx context.Context, bundle []byte) error
 }
 
-// validatingConfig watches the ValidatingWebhookConfiguration name through f.
-func (r *Rotator) validatingConfig(f informers.SharedInformerFactory, name string) (webhookConfig, cache.SharedIndexInformer) {
-	cfgs := f.Admissionregistration().V1().ValidatingWebhookConfigurations()
-	lister := cfgs.Lister()
-	return webhookConfig{kind: "ValidatingWebhookConfiguration", name: name,
+// configOf is the webhookConfig of the configuration name of one kind: get reads it from the
+// cache, clients points at each of its webhooks' client configurations, put updates it.
+func configOf[T runtime.Object](kind, name string, get func(string) (T, error),
+	clients func(T) []*admissionregistrationv1.WebhookClientConfig, put func(context.Context, T) error) webhookConfig {
+	return webhookConfig{kind: kind, name: name,
 		bundles: func() ([][]byte, error) {
-			cfg, err := lister.Get(name)
+			cfg, err := get(name)
 			if err != nil {
 				return nil, err
 			}
-			out := make([][]byte, len(cfg.Webhooks))
-			for i, h := range cfg.Webhooks {
-				out[i] = h.ClientConfig.CABundle
+			var out [][]byte
+			for _, cc := range clients(cfg) {
+				out = append(out, cc.CABundle)
 			}
 			return out, nil
 		},
 		update: func(ctx context.Context, bundle []byte) error {
-			cached, err := lister.Get(name)
+			cached, err := get(name)
 			if err != nil {
 				return err
 			}
-			cfg := cached.DeepCopy()
-			for i := range cfg.Webhooks {
-				cfg.Webhooks[i].ClientConfig.CABundle = bundle
+			cfg := cached.DeepCopyObject().(T)
+			for _, cc := range clients(cfg) {
+				cc.CABundle = bundle
 			}
-			_, err = r.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
-			return err
+			return put(ctx, cfg)
 		},
-	}, cfgs.Informer()
+	}
+}
+
+// validatingConfig watches the ValidatingWebhookConfiguration name through f.
+func (r *Rotator) validatingConfig(f informers.SharedInformerFactory, name string) (webhookConfig, cache.SharedIndexInformer) {
+	cfgs := f.Admissionregistration().V1().ValidatingWebhookConfigurations()
+	return configOf("ValidatingWebhookConfiguration", name, cfgs.Lister().Get,
+		func(c *admissionregistrationv1.ValidatingWebhookConfiguration) (out []*admissionregistrationv1.WebhookClientConfig) {
+			for i := range c.Webhooks {
+				out = append(out, &c.Webhooks[i].ClientConfig)
+			}
+			return out
+		},
+		func(ctx context.Context, c *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+			_, err := r.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{FieldManager: fieldManager})
+			return err
+		}), cfgs.Informer()
 }
 
 // mutatingConfig watches the MutatingWebhookConfiguration name through f.
 func (r *Rotator) mutatingConfig(f informers.SharedInformerFactory, name string) (webhookConfig, cache.SharedIndexInformer) {
 	cfgs := f.Admissionregistration().V1().MutatingWebhookConfigurations()
-	lister := cfgs.Lister()
-	return webhookConfig{kind: "MutatingWebhookConfiguration", name: name,
-		bundles: func() ([][]byte, error) {
-			cfg, err := lister.Get(name)
-			if err != nil {
-				return nil, err
+	return configOf("MutatingWebhookConfiguration", name, cfgs.Lister().Get,
+		func(c *admissionregistrationv1.MutatingWebhookConfiguration) (out []*admissionregistrationv1.WebhookClientConfig) {
+			for i := range c.Webhooks {
+				out = append(out, &c.Webhooks[i].ClientConfig)
 			}
-			out := make([][]byte, len(cfg.Webhooks))
-			for i, h := range cfg.Webhooks {
-				out[i] = h.ClientConfig.CABundle
-			}
-			return out, nil
+			return out
 		},
-		update: func(ctx context.Context, bundle []byte) error {
-			cached, err := lister.Get(name)
-			if err != nil {
-				return err
-			}
-			cfg := cached.DeepCopy()
-			for i := range cfg.Webhooks {
-				cfg.Webhooks[i].ClientConfig.CABundle = bundle
-			}
-			_, err = r.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
+		func(ctx context.Context, c *admissionregistrationv1.MutatingWebhookConfiguration) error {
+			_, err := r.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, c, metav1.UpdateOptions{FieldManager: fieldManager})
 			return err
-		},
-	}, cfgs.Informer()
+		}), cfgs.Informer()
 }
 
 // carries reports whether every webhook trusts exactly bundle.
