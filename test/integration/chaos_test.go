@@ -275,6 +275,13 @@ var _ = Describe("chaos: the install as shipped, broken one way at a time", Orde
 		By("migrations start and cancel as without migranet (failurePolicy Ignore)")
 		Expect(f.Client.Create(ctx, vmim)).To(Succeed())
 		Expect(f.Client.Delete(ctx, vmim)).To(Succeed())
+		By("a migration's target pod is created as KubeVirt made it (steer.migranet.io, failurePolicy Ignore)")
+		target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: feasible.Namespace, GenerateName: "virt-launcher-" + feasible.Name + "-",
+			Labels:      map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.MigrationJobLabel: "while-down"},
+			Annotations: map[string]string{kubevirtv1.DomainAnnotation: feasible.Name}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "none"}}}}
+		Expect(f.Client.Create(ctx, target, client.DryRunAll)).To(Succeed())
+		Expect(target.Spec.Affinity).To(BeNil(), "unchanged")
 		By("the setting cannot change unchecked (failurePolicy Fail), and the error names migranet")
 		s := setting(ctx)
 		s.Value = net25
