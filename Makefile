@@ -24,8 +24,13 @@ help: ## this list (the default goal)
 
 all: build ## same as build
 
-build: ## the migranet binary, in bin/
-	$(GO) build -o bin/migranet ./cmd/migranet
+# The version and commit `migranet version` reports, from git (a release tag when the commit has one).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS = -X main.releaseVersion=$(VERSION) -X main.releaseCommit=$(COMMIT)
+
+build: ## the migranet binary, in bin/ (VERSION and COMMIT from git)
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/migranet ./cmd/migranet
 
 dev: ## local cluster (control plane, kwok nodes, real node networks) + migranet; Ctrl-C stops it all
 	bash hack/host-tools.sh dev

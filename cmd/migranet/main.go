@@ -20,6 +20,7 @@ Usage:
                              rule by rule and node by node (exit 0 admitted, 1 refused)
   migranet probe [flags]     the probe agent of one node (DaemonSet migranet-probe): proves
                              the migration network's paths to every other node
+  migranet version [-o json] this build: version, commit, Go, the versions it is tested with
 
 As a kubectl plugin (this binary on PATH as kubectl-migranet): kubectl migranet <command> ...
 
@@ -49,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runPreflight(args[1:], stdout, stderr)
 	case "probe":
 		return runProbe(args[1:], stdout, stderr)
+	case "version", "--version":
+		return runVersion(args[1:], stdout, stderr)
 	case "help":
 		if len(args) > 1 && args[1] != "help" {
 			return run([]string{args[1], "-h"}, stdout, stderr) // migranet help COMMAND

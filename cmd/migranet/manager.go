@@ -230,6 +230,9 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	if err := ctrlmetrics.Registry.Register(buildInfoCollector()); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	if rotator != nil {
 		if err := ctrlmetrics.Registry.Register(rotator.ExpiryCollector()); err != nil {
 			return fmt.Errorf("registering metrics: %w", err)
@@ -321,7 +324,8 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	})); err != nil {
 		return err
 	}
-	log.Info("starting manager", "kubevirtNamespace", f.kubevirtNamespace, "dev", dev)
+	b := readBuildInfo()
+	log.Info("starting manager", "version", b.Version, "commit", b.Commit, "goVersion", b.GoVersion, "kubevirtNamespace", f.kubevirtNamespace, "dev", dev)
 	return mgr.Start(ctx)
 }
 

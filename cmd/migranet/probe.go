@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -186,19 +185,4 @@ func startProbe(ctx context.Context, f *probeFlags) error {
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	return a.Run(ctrl.LoggerInto(ctx, ctrl.Log.WithName("probe")))
-}
-
-// version is the binary's module version and VCS revision, as the Go toolchain recorded them.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	return v
 }
