@@ -3,7 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"net/http"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"gomodules.xyz/jsonpatch/v2"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/webhook/migrationcheck"
@@ -70,21 +71,10 @@ func (s *TargetSteerer) Handle(ctx context.Context, req admission.Request) admis
 		s.Metrics.steered(SteerUnchanged)
 		return admission.Allowed("nothing to steer")
 	}
-	steered := pod.DeepCopy()
-	st.Apply(steered)
-	note, err := json.Marshal(st)
+	patch, err := steeringPatch(pod, &st)
 	if err != nil {
 		s.Metrics.steered(SteerError)
 		return admission.Allowed("not steered: " + err.Error())
-	}
-	if steered.Annotations == nil {
-		steered.Annotations = map[string]string{}
-	}
-	steered.Annotations[migrationcheck.SteeringAnnotation] = string(note)
-	raw, err := json.Marshal(steered)
-	if err != nil {
-		s.Metrics.steered(SteerError)
-		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if st.NoTarget != "" {
 		s.Metrics.steered(SteerNoTarget)
@@ -94,7 +84,31 @@ func (s *TargetSteerer) Handle(ctx context.Context, req admission.Request) admis
 	if req.DryRun == nil || !*req.DryRun {
 		s.record(ctx, in.VMIM, &st)
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return admission.Patched("", patch...)
+}
+
+// steeringPatch is the JSON patch that gives pod st: its affinity replaced by the steered one,
+// and the annotation saying what and why. Written directly, not diffed from the whole pod: the
+// pod's other fields are never read or rewritten.
+func steeringPatch(pod *corev1.Pod, st *migrationcheck.Steering) ([]jsonpatch.JsonPatchOperation, error) {
+	note, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	steered := &corev1.Pod{Spec: corev1.PodSpec{Affinity: pod.Spec.Affinity.DeepCopy()}}
+	st.Apply(steered)
+	op := "replace"
+	if pod.Spec.Affinity == nil {
+		op = "add"
+	}
+	patch := []jsonpatch.JsonPatchOperation{{Operation: op, Path: "/spec/affinity", Value: steered.Spec.Affinity}}
+	if pod.Annotations == nil {
+		return append(patch, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/annotations",
+			Value: map[string]string{migrationcheck.SteeringAnnotation: string(note)}}), nil
+	}
+	// RFC 6901: "/" in a key is written "~1".
+	return append(patch, jsonpatch.JsonPatchOperation{Operation: "add",
+		Path: "/metadata/annotations/" + strings.ReplaceAll(migrationcheck.SteeringAnnotation, "/", "~1"), Value: string(note)}), nil
 }
 
 // record leaves the event on the migration (asynchronous: the recorder queues it).

@@ -135,7 +135,7 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 		if pick(50) {
 			in.Paths, in.Now = randomPaths(rng, n, source), checktest.Now
 		}
-		wantF := searchKeeping(&in, true) // every unverified target listed, as the steering asks
+		wantF := searchKeeping(&in) // every unverified target listed, as the steering asks
 		want := wantF.msg
 		in.index = newNodeIndex(nodes)
 		if list, ok := in.Pods.(PodList); ok && pick(50) { // the index reads usage from the pod cache's cells
@@ -143,7 +143,7 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 			in.Pods = pc
 			in.index.bindPods(pc)
 		}
-		gotF := searchKeeping(&in, true)
+		gotF := searchKeeping(&in)
 		if got := gotF.msg; got != want {
 			t.Fatalf("iteration %d: with the index %q, walking the nodes %q", iter, got, want)
 		}
@@ -249,4 +249,13 @@ func TestValidRequirement(t *testing.T) {
 			}
 		}
 	}
+}
+
+// searchKeeping is search listing every unverified target, as Steer runs it.
+func searchKeeping(in *CreateInput) feasibility {
+	t, conflict := newTarget(in)
+	if conflict != "" {
+		return feasibility{fld: fieldAddedNodeSelector, msg: conflict}
+	}
+	return searchTarget(in, t, true)
 }

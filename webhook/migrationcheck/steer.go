@@ -152,7 +152,7 @@ func Steer(in *CreateInput) Steering {
 			}
 		}
 	}
-	f := searchKeeping(in, true)
+	f := searchTarget(in, t, true)
 	switch {
 	case f.msg != "":
 		s.NoTarget = f.msg

@@ -222,3 +222,28 @@ func TestIsMigrationTarget(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSteerWorstCasePaths: the steering of the admission worst case's target pod (1,000
+// nodes, every constraint, fresh probe results for all), its source with one failing pair, and
+// the affinity applied to a copy of a pod.
+func BenchmarkSteerWorstCasePaths(b *testing.B) {
+	in := worstCasePaths()
+	src := in.VMI.Status.NodeName
+	rs := []*v1beta1.PathReport{report(src, failing(in.Nodes[1].Name, v1beta1.PathMTU, 1500))}
+	for _, n := range in.Nodes {
+		if n.Name != src {
+			rs = append(rs, report(n.Name))
+		}
+	}
+	in.Paths = health(rs...)
+	pod := &corev1.Pod{}
+	if s := Steer(&in); len(s.Excluded) != 1 || s.NoTarget != "" {
+		b.Fatalf("got %+v, want one exclusion and a target left", s)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := Steer(&in)
+		p := pod.DeepCopy()
+		s.Apply(p)
+	}
+}

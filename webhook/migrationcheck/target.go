@@ -368,17 +368,18 @@ func infeasible(in *CreateInput) (fld, msg string, notEvaluated []string) {
 // source fails are dropped, and a node that is feasible but for its path does not make the denial
 // (pathHealthy speaks instead). With the node index it stops at the first feasible node without
 // walking the others, but for the few whose path is in doubt.
-func search(in *CreateInput) feasibility { return searchKeeping(in, false) }
-
-// searchKeeping is search; with keepAll it lists every feasible target whose path is unverified
-// (f.paths.allUnverified), not only the first three.
-func searchKeeping(in *CreateInput, keepAll bool) (f feasibility) {
-	f.paths.keepAll = keepAll
+func search(in *CreateInput) feasibility {
 	t, conflict := newTarget(in)
 	if conflict != "" {
-		f.fld, f.msg = fieldAddedNodeSelector, conflict
-		return f
+		return feasibility{fld: fieldAddedNodeSelector, msg: conflict}
 	}
+	return searchTarget(in, t, false)
+}
+
+// searchTarget is search for t, newTarget's target of in; with keepAll it lists every feasible
+// target whose path from the source is unverified (f.paths.allUnverified), not only the first three.
+func searchTarget(in *CreateInput, t *target, keepAll bool) (f feasibility) {
+	f.paths.keepAll = keepAll
 	f.pathsOn, f.now = t.paths.on, t.paths.now
 	if in.index != nil && in.index.search(t, &f.paths) {
 		f.notEvaluated = t.c.NotEvaluated
