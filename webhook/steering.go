@@ -111,9 +111,11 @@ func steeringPatch(pod *corev1.Pod, st *migrationcheck.Steering) ([]jsonpatch.Js
 		Path: "/metadata/annotations/" + strings.ReplaceAll(migrationcheck.SteeringAnnotation, "/", "~1"), Value: string(note)}), nil
 }
 
-// record leaves the event on the migration (asynchronous: the recorder queues it).
+// record leaves the event on the migration when the steering did more than require the cluster
+// network, which every target pod of a migration network gets (asynchronous: the recorder queues
+// it).
 func (s *TargetSteerer) record(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration, st *migrationcheck.Steering) {
-	if s.Recorder == nil || vmim == nil || vmim.Name == "" || vmim.UID == "" {
+	if s.Recorder == nil || vmim == nil || vmim.Name == "" || vmim.UID == "" || !st.Notable() {
 		return
 	}
 	ref := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: vmim.Namespace, Name: vmim.Name, UID: types.UID(vmim.UID)}}

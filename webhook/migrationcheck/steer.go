@@ -245,6 +245,12 @@ func notIn(nodes []string) []corev1.NodeSelectorRequirement {
 	return out
 }
 
+// Notable reports whether s excludes, avoids or prefers against a node, or leaves none: more
+// than the cluster network every target pod of a migration network is kept to.
+func (s *Steering) Notable() bool {
+	return len(s.Excluded) > 0 || len(s.Avoided) > 0 || len(s.Unverified) > 0 || s.NoTarget != ""
+}
+
 // Summary words s in one line for the migration's event: what was excluded and why, what is
 // preferred, or why no node is left.
 func (s *Steering) Summary() string {
@@ -265,15 +271,12 @@ func (s *Steering) Summary() string {
 	if len(s.Avoided) > 0 {
 		parts = append(parts, "avoided, not excluded (pathHealthy is in warn mode): "+words(s.Avoided))
 	}
-	if s.ClusterNetworkLabel != "" {
-		parts = append(parts, "only nodes labelled "+s.ClusterNetworkLabel+"=true")
-	}
 	if len(s.Unverified) > 0 {
 		parts = append(parts, "verified paths preferred over "+strings.Join(s.Unverified, ", ")+" (path from "+s.Source+" not verified yet)")
 	}
-	msg := "target pod of migration " + s.Migration + " from " + s.Source + ": " + strings.Join(parts, "; ")
 	if s.NoTarget != "" {
-		msg += "; no node is left for it: " + s.NoTarget + "; the pod stays Pending and KubeVirt fails the migration when it times out"
+		parts = append(parts, "no node is left for it: "+s.NoTarget+"; the pod stays Pending and KubeVirt fails the migration when it times out")
 	}
+	msg := "target pod of migration " + s.Migration + " from " + s.Source + ": " + strings.Join(parts, "; ")
 	return msg
 }
