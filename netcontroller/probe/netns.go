@@ -65,6 +65,9 @@ type Opened struct {
 	Conn *net.UDPConn
 	// MTU is the interface's MTU.
 	MTU int
+	// Neighbours reads and removes the interface's neighbour entries (a netlink socket in the
+	// same namespace); nil when it could not be opened.
+	Neighbours *Neighbours
 }
 
 // OpenIn opens the probe socket on addr:port inside the network namespace at nsPath, after
@@ -100,6 +103,9 @@ func OpenIn(nsPath, ifName string, addr netip.Addr, port int) (Opened, error) {
 			return err
 		}
 		out = Opened{Conn: conn, MTU: ifc.MTU}
+		if n, err := openNeighbours(ifc.Index, addr.Unmap().Is4()); err == nil {
+			out.Neighbours = n
+		}
 		return nil
 	})
 	return out, err

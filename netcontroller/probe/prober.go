@@ -3,7 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
-	"golang.org/x/sys/unix"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -53,6 +55,24 @@ type Prober struct {
 	Foreign atomic.Uint64
 	// Sent counts probes sent (replies not included).
 	Sent atomic.Uint64
+
+	// The neighbour entries the probes use (RemoveNeighbours): nil while the prober leaves them.
+	nmu     sync.Mutex
+	neigh   *Neighbours
+	grace   time.Duration
+	touched map[netip.Addr]*touch
+	peak    int   // the most addresses touched and not yet removed at once, since ResetPeak
+	nerr    error // why removing stopped
+	stop    chan struct{}
+	// Removed counts the neighbour entries removed.
+	Removed atomic.Uint64
+}
+
+// touch is one peer address whose neighbour entry the prober used: when last, and how many of
+// its exchanges are still going on.
+type touch struct {
+	last time.Time
+	busy int
 }
 
 // NewProber probes network (namespace/name) over conn with full-size frames of mtu bytes; each
@@ -114,6 +134,7 @@ func (p *Prober) Serve() {
 			p.mu.Unlock()
 			header{kind: kindReply, net: p.id, seq: h.seq, size: uint32(n)}.encode(out)
 			_, _ = p.conn.WriteToUDPAddrPort(out, from)
+			p.touch(from.Addr().Unmap(), 0)
 		case kindReply:
 			p.mu.Lock()
 			ch := p.pending[h.seq]
@@ -145,8 +166,121 @@ func (p *Prober) sawProbe(st *seen, h header, now time.Time) {
 	}
 }
 
-// Close closes the socket; Serve returns.
-func (p *Prober) Close() error { return p.conn.Close() }
+// Close closes the socket (Serve returns) and stops removing neighbour entries.
+func (p *Prober) Close() error {
+	p.nmu.Lock()
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
+	if p.neigh != nil {
+		_ = p.neigh.Close()
+		p.neigh = nil
+	}
+	p.nmu.Unlock()
+	return p.conn.Close()
+}
+
+// UseNeighbours gives the prober n, a neighbour socket in the probe socket's namespace on its
+// interface (Opened.Neighbours): Neighbours lists through it, RemoveNeighbours removes through it.
+// The prober owns n from then on (Close closes it). Call it before Serve.
+func (p *Prober) UseNeighbours(n *Neighbours) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	p.neigh = n
+}
+
+// RemoveNeighbours makes the prober remove the neighbour entry of every peer it probed or
+// answered once grace has passed without an exchange with that peer: the entries the probes
+// make then stay few (about the peers touched per grace, plus the checks going on) instead of
+// one per peer, refreshed every round. A removed entry costs one address resolution at the next
+// exchange. Removing needs CAP_NET_ADMIN; refused, the prober stops trying and NeighbourUse
+// says why. Call it after UseNeighbours and before Serve; without a socket it does nothing.
+func (p *Prober) RemoveNeighbours(grace time.Duration) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	if p.neigh == nil || p.stop != nil {
+		return
+	}
+	p.grace, p.touched, p.stop = grace, map[netip.Addr]*touch{}, make(chan struct{})
+	go p.sweep(p.stop, max(grace/4, 10*time.Millisecond))
+}
+
+// touch notes an exchange with addr: busy +1 when one begins, -1 when it ends, 0 for a single
+// packet.
+func (p *Prober) touch(addr netip.Addr, busy int) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	if p.touched == nil {
+		return
+	}
+	t := p.touched[addr]
+	if t == nil {
+		t = &touch{}
+		p.touched[addr] = t
+		p.peak = max(p.peak, len(p.touched))
+	}
+	t.last, t.busy = time.Now(), t.busy+busy
+}
+
+// sweep removes the entries of the addresses idle for the grace, every tick, until stop.
+func (p *Prober) sweep(stop chan struct{}, tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		p.nmu.Lock()
+		var idle []netip.Addr
+		cut := time.Now().Add(-p.grace)
+		for a, t := range p.touched {
+			if t.busy <= 0 && t.last.Before(cut) {
+				idle = append(idle, a)
+				delete(p.touched, a)
+			}
+		}
+		n := p.neigh
+		p.nmu.Unlock()
+		if n == nil {
+			return
+		}
+		for _, a := range idle {
+			if err := n.Delete(a); err != nil {
+				p.nmu.Lock()
+				p.nerr, p.touched = fmt.Errorf("removing neighbour entries: %w", err), nil
+				p.nmu.Unlock()
+				return
+			}
+			p.Removed.Add(1)
+		}
+	}
+}
+
+// NeighbourUse says whether the prober removes its neighbour entries (RemoveNeighbours, and not
+// refused since), why it stopped (err), and the most addresses it had touched and not yet removed
+// at once since the last call (each at most one entry); the peak starts again from the current
+// count.
+func (p *Prober) NeighbourUse() (removing bool, peak int, err error) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	peak = p.peak
+	p.peak = len(p.touched)
+	return p.touched != nil, peak, p.nerr
+}
+
+// Neighbours lists the entries of the probe interface (nil without RemoveNeighbours).
+func (p *Prober) Neighbours() ([]netip.Addr, error) {
+	p.nmu.Lock()
+	n := p.neigh
+	p.nmu.Unlock()
+	if n == nil {
+		return nil, errors.New("no neighbour socket")
+	}
+	return n.List()
+}
 
 // send sends one probe of payload bytes to addr and returns the channel its reply arrives on
 // (unregister with done). A send the kernel refuses (a frame above the local interface's MTU:
@@ -213,6 +347,8 @@ func (p *Prober) exchange(ctx context.Context, addr netip.AddrPort, payload int)
 // starts mid-round may read Unreachable for that round before the evidence arrives, never OneWay
 // for a path lost both ways.
 func (p *Prober) Check(ctx context.Context, peer Peer) Result {
+	p.touch(peer.Addr.Addr().Unmap(), 1)
+	defer p.touch(peer.Addr.Addr().Unmap(), -1)
 	r := Result{Peer: peer}
 	rtt, ok := p.exchange(ctx, peer.Addr, headerLen)
 	if !ok {
