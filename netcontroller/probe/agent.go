@@ -175,7 +175,7 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	results = slices.DeleteFunc(results, func(r Result) bool { return r.Reason != "" && !live[r.Node] })
 	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(results))}
 	r.NeighbourTable = a.neighbourTable(ctx, s, len(peers), statPath, before, beforeErr)
-	if nt := r.NeighbourTable; nt.Overflows > 0 && slices.ContainsFunc(results, func(r Result) bool { return r.Reason != "" }) {
+	if nt := r.NeighbourTable; Untrusted(results, nt.Overflows) {
 		// The kernel refused new neighbour entries while peers did not answer: their probes may
 		// have been dropped for want of an entry. No verdict of this round is reported.
 		r.Problem, r.Message, r.LastRound = v1beta1.ProbeNeighbourTableFull, nt.Message, nil
@@ -187,6 +187,13 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	}
 	a.record(ctx, r, results)
 	return r
+}
+
+// Untrusted says whether a round's verdicts cannot be reported: the node's neighbour table
+// refused new entries (overflows) during it and some peer failed. A failure may then be the
+// kernel's (a probe or reply dropped for want of an entry), a pass cannot.
+func Untrusted(results []Result, overflows int64) bool {
+	return overflows > 0 && slices.ContainsFunc(results, func(r Result) bool { return r.Reason != "" })
 }
 
 // neighbourTable reads the node's neighbour table after a round (limits, entries, overflows
