@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -164,8 +163,7 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	}
 	r.Since = metav1.NewMicroTime(s.since)
 	peers := a.peers(ctx, s)
-	statPath := filepath.Join(a.ProcRoot, "1", "net", StatFile(s.addr.Is4()))
-	before, beforeErr := ReadNeighbourStats(statPath)
+	before, beforeErr := ReadHostNeighbourStats(a.ProcRoot, s.addr.Is4())
 	_, _, _ = s.prober.NeighbourUse() // the peak starts with the round
 	started := time.Now()
 	results := s.prober.Round(ctx, peers, a.spread(len(peers)))
@@ -174,7 +172,7 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	live := a.liveAgents(ctx)
 	results = slices.DeleteFunc(results, func(r Result) bool { return r.Reason != "" && !live[r.Node] })
 	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(results))}
-	r.NeighbourTable = a.neighbourTable(ctx, s, len(peers), statPath, before, beforeErr)
+	r.NeighbourTable = a.neighbourTable(ctx, s, len(peers), before, beforeErr)
 	if nt := r.NeighbourTable; Untrusted(results, nt.Overflows) {
 		// The kernel refused new neighbour entries while peers did not answer: their probes may
 		// have been dropped for want of an entry. No verdict of this round is reported.
@@ -198,7 +196,7 @@ func Untrusted(results []Result, overflows int64) bool {
 
 // neighbourTable reads the node's neighbour table after a round (limits, entries, overflows
 // since before) and judges whether its limits hold the probing.
-func (a *Agent) neighbourTable(ctx context.Context, s *session, peers int, statPath string, before NeighbourStats, beforeErr error) *v1beta1.NeighbourTable {
+func (a *Agent) neighbourTable(ctx context.Context, s *session, peers int, before NeighbourStats, beforeErr error) *v1beta1.NeighbourTable {
 	log := ctrl.LoggerFrom(ctx)
 	is4 := s.addr.Is4()
 	c := NeighbourCheck{IPv4: is4, Peers: peers}
@@ -224,9 +222,9 @@ func (a *Agent) neighbourTable(ctx context.Context, s *session, peers int, statP
 		nt.GCThresh1, nt.GCThresh2, nt.GCThresh3, nt.Budget = int32(l.GCThresh1), int32(l.GCThresh2), int32(l.GCThresh3), int32(l.Budget())
 	} else if !s.neighbourWarned {
 		s.neighbourWarned = true
-		log.Info("cannot read the node's neighbour table limits (the initial network namespace's sysctls, entered through the host's PID 1)", "error", err.Error())
+		log.Info("cannot read the node's neighbour table limits (the initial network namespace's sysctls, entered through the host's PID 1 or 2)", "error", err.Error())
 	}
-	if after, err := ReadNeighbourStats(statPath); err == nil {
+	if after, err := ReadHostNeighbourStats(a.ProcRoot, is4); err == nil {
 		nt.TableEntries = int64(after.Entries)
 		c.TableEntries = nt.TableEntries
 		if beforeErr == nil && after.TableFulls > before.TableFulls {

@@ -84,23 +84,50 @@ func ReadNeighbourLimits(dir string) (NeighbourLimits, error) {
 	return l, nil
 }
 
-// HostNeighbourLimits reads the thresholds of the node's table: they exist only in the initial
-// network namespace, which the agent (not on the host network) enters through procRoot/1/ns/net
-// (hostPID) for the read.
+// HostNeighbourLimits reads the thresholds of the node's table. They exist only in the initial
+// network namespace: read in place when the agent is there (host network), else through a host
+// process that is there (hostPID) — PID 1, or kthreadd (PID 2, a kernel thread, always in the
+// initial namespace; PID 1's namespace link is closed to others where it is not dumpable) —
+// entered on a locked thread for the read.
 func HostNeighbourLimits(procRoot string, is4 bool) (NeighbourLimits, error) {
-	ns, err := os.Open(filepath.Join(procRoot, "1", "ns", "net"))
-	if err != nil {
-		return NeighbourLimits{}, err
+	local := filepath.Join("/proc/sys", SysctlDir(is4))
+	if l, err := ReadNeighbourLimits(local); err == nil {
+		return l, nil
 	}
-	defer ns.Close()
-	var l NeighbourLimits
-	err = inNamespace(int(ns.Fd()), func() error {
-		// /proc/sys/net resolves in the calling thread's namespace (the thread is locked here).
-		var rerr error
-		l, rerr = ReadNeighbourLimits(filepath.Join("/proc/sys", SysctlDir(is4)))
-		return rerr
-	})
-	return l, err
+	var errs []error
+	for _, pid := range []string{"1", "2"} {
+		ns, err := os.Open(filepath.Join(procRoot, pid, "ns", "net"))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var l NeighbourLimits
+		err = inNamespace(int(ns.Fd()), func() error {
+			// /proc/sys/net resolves in the calling thread's namespace (locked here).
+			var rerr error
+			l, rerr = ReadNeighbourLimits(local)
+			return rerr
+		})
+		ns.Close()
+		if err == nil {
+			return l, nil
+		}
+		errs = append(errs, err)
+	}
+	return NeighbourLimits{}, errors.Join(errs...)
+}
+
+// ReadHostNeighbourStats reads the node's table statistics of a family, which exist in the
+// initial network namespace only, through PID 1's or kthreadd's /proc/<pid>/net.
+func ReadHostNeighbourStats(procRoot string, is4 bool) (NeighbourStats, error) {
+	s, err := ReadNeighbourStats(filepath.Join(procRoot, "1", "net", StatFile(is4)))
+	if err != nil {
+		var err2 error
+		if s, err2 = ReadNeighbourStats(filepath.Join(procRoot, "2", "net", StatFile(is4))); err2 == nil {
+			return s, nil
+		}
+	}
+	return s, err
 }
 
 // NeighbourStats are the kernel's counters of one family's table (/proc/net/stat/arp_cache or
