@@ -42,8 +42,9 @@ type Config struct {
 	// peer not counted); a round over many peers then lasts longer than Interval.
 	MaxRate float64
 	// KeepNeighbours leaves the neighbour entries the probes make (one per peer, in the node's
-	// one table); by default the agent removes each once NeighbourGrace passes without an
-	// exchange with its peer (NeighbourGrace 0: DefaultNeighbourGrace).
+	// one table); by default the agent keeps up to its cap (NeighbourLimits.Cap, three quarters
+	// of its share of the node's table) and removes the least recently used beyond it once
+	// NeighbourGrace passes without an exchange with their peer (0: DefaultNeighbourGrace).
 	KeepNeighbours bool
 	NeighbourGrace time.Duration
 	Version        string
@@ -164,6 +165,12 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	r.Since = metav1.NewMicroTime(s.since)
 	peers := a.peers(ctx, s)
 	before, beforeErr := ReadHostNeighbourStats(a.ProcRoot, s.addr.Is4())
+	limits, limitsErr := HostNeighbourLimits(a.ProcRoot, s.addr.Is4())
+	if limitsErr != nil {
+		s.prober.SetNeighbourCap(DefaultNeighbourLimits.Cap())
+	} else {
+		s.prober.SetNeighbourCap(limits.Cap())
+	}
 	_, _, _ = s.prober.NeighbourUse() // the peak starts with the round
 	started := time.Now()
 	results := s.prober.Round(ctx, peers, a.spread(len(peers)))
@@ -172,7 +179,7 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	live := a.liveAgents(ctx)
 	results = slices.DeleteFunc(results, func(r Result) bool { return r.Reason != "" && !live[r.Node] })
 	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(results))}
-	r.NeighbourTable = a.neighbourTable(ctx, s, len(peers), before, beforeErr)
+	r.NeighbourTable = a.neighbourTable(ctx, s, len(peers), limits, limitsErr, before, beforeErr)
 	if nt := r.NeighbourTable; Untrusted(results, nt.Overflows) {
 		// The kernel refused new neighbour entries while peers did not answer: their probes may
 		// have been dropped for want of an entry. No verdict of this round is reported.
@@ -196,7 +203,7 @@ func Untrusted(results []Result, overflows int64) bool {
 
 // neighbourTable reads the node's neighbour table after a round (limits, entries, overflows
 // since before) and judges whether its limits hold the probing.
-func (a *Agent) neighbourTable(ctx context.Context, s *session, peers int, before NeighbourStats, beforeErr error) *v1beta1.NeighbourTable {
+func (a *Agent) neighbourTable(ctx context.Context, s *session, peers int, l NeighbourLimits, limitsErr error, before NeighbourStats, beforeErr error) *v1beta1.NeighbourTable {
 	log := ctrl.LoggerFrom(ctx)
 	is4 := s.addr.Is4()
 	c := NeighbourCheck{IPv4: is4, Peers: peers}
@@ -211,18 +218,16 @@ func (a *Agent) neighbourTable(ctx context.Context, s *session, peers int, befor
 		log.Info("not removing the probes' neighbour entries", "error", rerr.Error())
 	}
 	c.Entries = peak
-	if !removing {
-		if held, err := s.prober.Neighbours(); err == nil {
-			c.Entries = len(held)
-		}
+	if held, err := s.prober.Neighbours(); err == nil && !removing {
+		c.Entries = len(held) // no sweeps to sample it: the count after the round
 	}
 	nt.Entries = int32(c.Entries)
-	if l, err := HostNeighbourLimits(a.ProcRoot, is4); err == nil {
+	if limitsErr == nil {
 		c.Limits = l
 		nt.GCThresh1, nt.GCThresh2, nt.GCThresh3, nt.Budget = int32(l.GCThresh1), int32(l.GCThresh2), int32(l.GCThresh3), int32(l.Budget())
 	} else if !s.neighbourWarned {
 		s.neighbourWarned = true
-		log.Info("cannot read the node's neighbour table limits (the initial network namespace's sysctls, entered through the host's PID 1 or 2)", "error", err.Error())
+		log.Info("cannot read the node's neighbour table limits (the initial network namespace's sysctls, entered through the host's PID 1 or 2); assuming the defaults", "error", limitsErr.Error())
 	}
 	if after, err := ReadHostNeighbourStats(a.ProcRoot, is4); err == nil {
 		nt.TableEntries = int64(after.Entries)

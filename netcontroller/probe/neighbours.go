@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +44,14 @@ type NeighbourLimits struct {
 
 // Budget is the agent's share of the table: gc_thresh2 / NeighbourShare entries.
 func (l NeighbourLimits) Budget() int { return l.GCThresh2 / NeighbourShare }
+
+// Cap is how many entries a removing agent leaves in place (Prober.SetNeighbourCap): three
+// quarters of its budget, the last quarter for the entries of the exchanges going on and in
+// their grace.
+func (l NeighbourLimits) Cap() int { return l.Budget() - l.Budget()/4 }
+
+// DefaultNeighbourLimits are the kernel's defaults, assumed while the node's cannot be read.
+var DefaultNeighbourLimits = NeighbourLimits{GCThresh1: 128, GCThresh2: 512, GCThresh3: 1024}
 
 // RecommendedLimits are the thresholds a node of a network of nodes nodes needs so that an agent
 // keeping one entry per peer stays within its share: gc_thresh2 = NeighbourShare × nodes, and
@@ -234,8 +243,8 @@ func (n *Neighbours) request(typ uint16, flags uint16, body []byte) ([]syscall.N
 		return nil, err
 	}
 	var out []syscall.NetlinkMessage
-	buf := make([]byte, 1<<16)
 	for {
+		buf := make([]byte, 1<<16) // the messages kept point into it
 		nr, _, err := unix.Recvfrom(n.fd, buf, 0)
 		if err != nil {
 			return nil, err
@@ -271,16 +280,28 @@ func (n *Neighbours) ndmsg() []byte {
 	return b
 }
 
-// List returns the addresses of the interface's entries, except static ones (permanent, or on a
-// device without ARP), which no collection removes and no threshold counts.
-func (n *Neighbours) List() ([]netip.Addr, error) {
+// Neighbour is one neighbour entry: its address, state (NUD_*) and how long ago it was last
+// confirmed reachable (an address resolution's answer, or a TCP stream's progress: the kernel
+// confirms the entry of a connection whose data is acknowledged; a probe's UDP reply does not).
+type Neighbour struct {
+	Addr      netip.Addr
+	State     uint16
+	Confirmed time.Duration
+}
+
+// userHZ is the unit of the kernel's nda_cacheinfo ages (clock_t, USER_HZ = 100 on Linux).
+const userHZ = 100
+
+// Entries returns the interface's entries, except static ones (permanent, or on a device
+// without ARP), which no collection removes and no threshold counts.
+func (n *Neighbours) Entries() ([]Neighbour, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	msgs, err := n.request(unix.RTM_GETNEIGH, unix.NLM_F_DUMP, n.ndmsg())
 	if err != nil {
 		return nil, err
 	}
-	var out []netip.Addr
+	var out []Neighbour
 	for _, m := range msgs {
 		if m.Header.Type != unix.RTM_NEWNEIGH || len(m.Data) < unix.SizeofNdMsg {
 			continue
@@ -289,20 +310,37 @@ func (n *Neighbours) List() ([]netip.Addr, error) {
 		if nd.Ifindex != n.ifindex || nd.Family != n.family || nd.State&(unix.NUD_PERMANENT|unix.NUD_NOARP) != 0 {
 			continue
 		}
+		e := Neighbour{State: nd.State}
 		for b := m.Data[unix.SizeofNdMsg:]; len(b) >= 4; {
 			l := int(binary.NativeEndian.Uint16(b[0:2]))
 			if l < 4 || l > len(b) {
 				break
 			}
-			if binary.NativeEndian.Uint16(b[2:4]) == unix.NDA_DST {
-				if a, ok := netip.AddrFromSlice(b[4:l]); ok {
-					out = append(out, a)
+			switch binary.NativeEndian.Uint16(b[2:4]) {
+			case unix.NDA_DST:
+				e.Addr, _ = netip.AddrFromSlice(b[4:l])
+			case unix.NDA_CACHEINFO:
+				if l >= 8 {
+					e.Confirmed = time.Duration(binary.NativeEndian.Uint32(b[4:8])) * time.Second / userHZ
 				}
 			}
 			b = b[min((l+3)&^3, len(b)):]
 		}
+		if e.Addr.IsValid() {
+			out = append(out, e)
+		}
 	}
 	return out, nil
+}
+
+// List returns the addresses of the interface's entries (Entries).
+func (n *Neighbours) List() ([]netip.Addr, error) {
+	es, err := n.Entries()
+	out := make([]netip.Addr, len(es))
+	for i, e := range es {
+		out[i] = e.Addr
+	}
+	return out, err
 }
 
 // Delete removes the interface's entry of addr; a missing one is no error.
@@ -329,24 +367,16 @@ type NeighbourCheck struct {
 	Limits NeighbourLimits
 	// Peers probed; Entries the most entries the probes held at once.
 	Peers, Entries int
-	// Removing: the agent removes its entries (else it holds one per peer, whatever Entries says).
+	// Removing: the agent removes the entries beyond its cap (else it holds one per peer).
 	Removing bool
 	// Overflows during the round; TableEntries in the whole table after it.
 	Overflows    int64
 	TableEntries int64
 }
 
-// Need is the entries the agent's probing needs of the table: one per peer while it keeps them,
-// else the most it held at once.
-func (c NeighbourCheck) Need() int {
-	if c.Removing {
-		return c.Entries
-	}
-	return max(c.Peers, c.Entries)
-}
-
-// Message says what is wrong and what to raise, or "" when the limits hold the probing within
-// the agent's share (Budget) and the table did not overflow.
+// Message says what is wrong and what to raise, or "" when the limits hold the probing of every
+// peer within the agent's share (Budget) — whether or not the agent removes entries, a network
+// larger than the share needs the node's limits raised — and the table did not overflow.
 func (c NeighbourCheck) Message() string {
 	if c.Limits == (NeighbourLimits{}) {
 		return ""
@@ -364,13 +394,18 @@ func (c NeighbourCheck) Message() string {
 		msgs = append(msgs, fmt.Sprintf("the node's neighbour table overflowed %d times during the round (%d entries, gc_thresh3 %d): new neighbours of every pod on the node went unresolved",
 			c.Overflows, c.TableEntries, c.Limits.GCThresh3))
 	}
-	if need, budget := c.Need(), c.Limits.Budget(); need > budget {
-		how := "the agent removes its entries after each peer"
-		if !c.Removing {
-			how = "the agent keeps one entry per peer (it cannot remove them: give it CAP_NET_ADMIN)"
-		}
-		msgs = append(msgs, fmt.Sprintf("probing %d peers needs %d neighbour entries, more than the agent's share of the node's table (gc_thresh2 %d / %d = %d; %s)",
-			c.Peers, need, c.Limits.GCThresh2, NeighbourShare, budget, how))
+	switch budget := c.Limits.Budget(); {
+	case c.Peers > budget && c.Removing:
+		msgs = append(msgs, fmt.Sprintf("probing %d peers needs %d neighbour entries, more than the agent's share of the node's table (gc_thresh2 %d / %d = %d): "+
+			"the agent keeps %d and removes the others after each exchange, which costs an address resolution (a broadcast on the migration network) per peer and round",
+			c.Peers, c.Peers, c.Limits.GCThresh2, NeighbourShare, budget, c.Limits.Cap()))
+	case c.Peers > budget:
+		msgs = append(msgs, fmt.Sprintf("probing %d peers needs %d neighbour entries, more than the agent's share of the node's table (gc_thresh2 %d / %d = %d): "+
+			"the agent keeps one per peer (--keep-neighbour-entries, or it may not remove them: that needs CAP_NET_ADMIN)",
+			c.Peers, c.Peers, c.Limits.GCThresh2, NeighbourShare, budget))
+	case c.Entries > budget:
+		msgs = append(msgs, fmt.Sprintf("the agent's probes held %d neighbour entries, more than its share of the node's table (gc_thresh2 %d / %d = %d)",
+			c.Entries, c.Limits.GCThresh2, NeighbourShare, budget))
 	}
 	if len(msgs) == 0 {
 		return ""

@@ -32,9 +32,12 @@ func TestRecommendedLimits(t *testing.T) {
 }
 
 // TestNeighbourCheck is the limit check: which rounds say the node's table cannot hold the
-// probing, and what to raise. Catches: a keeping agent judged by its sampled entries instead of
-// one per peer (1000 peers, 90 entries seen, no warning), a removing agent warned although it
-// holds few entries, an overflow not reported, a judgement without known limits.
+// network's size, and what to raise. A network larger than the agent's share needs the limits
+// raised whether the agent keeps its entries (one per peer) or removes those beyond its cap
+// (which costs a broadcast per peer and round).
+// Catches: an agent judged by its sampled entries instead of one per peer (1000 peers, 90
+// entries seen, no warning), a removing agent's network not reported, a warning for a network
+// within the share, an overflow not reported, a judgement without known limits.
 func TestNeighbourCheck(t *testing.T) {
 	def := NeighbourLimits{128, 512, 1024}
 	for _, tc := range []struct {
@@ -47,9 +50,11 @@ func TestNeighbourCheck(t *testing.T) {
 		{"1000 peers keeping", NeighbourCheck{IPv4: true, Limits: def, Peers: 1000, Entries: 90},
 			[]string{"probing 1000 peers needs 1000 neighbour entries", "gc_thresh2 512 / 4 = 128", "CAP_NET_ADMIN",
 				"net.ipv4.neigh.default.gc_thresh1/2/3 (now 128/512/1024) to at least 1001/4004/8008 for this network's 1001 nodes"}},
-		{"1000 peers removing", NeighbourCheck{IPv4: true, Limits: def, Peers: 1000, Entries: 30, Removing: true}, nil},
-		{"removing but over", NeighbourCheck{Limits: def, Peers: 1000, Entries: 200, Removing: true},
-			[]string{"needs 200 neighbour entries", "removes its entries", "net.ipv6.neigh.default"}},
+		{"100 peers removing", NeighbourCheck{IPv4: true, Limits: def, Peers: 100, Entries: 100, Removing: true}, nil},
+		{"1000 peers removing", NeighbourCheck{Limits: def, Peers: 1000, Entries: 110, Removing: true},
+			[]string{"probing 1000 peers needs 1000 neighbour entries", "keeps 96 and removes the others", "a broadcast", "net.ipv6.neigh.default.gc_thresh1/2/3"}},
+		{"held more than the share", NeighbourCheck{IPv4: true, Limits: def, Peers: 100, Entries: 200, Removing: true},
+			[]string{"the agent's probes held 200 neighbour entries, more than its share"}},
 		{"overflow", NeighbourCheck{IPv4: true, Limits: def, Peers: 10, Entries: 10, Overflows: 7, TableEntries: 1024},
 			[]string{"overflowed 7 times during the round (1024 entries, gc_thresh3 1024)"}},
 		{"raised limits kept in the advice", NeighbourCheck{IPv4: true, Limits: NeighbourLimits{2000, 300, 9000}, Peers: 100, Entries: 100},

@@ -61,7 +61,9 @@ type Prober struct {
 	neigh   *Neighbours
 	grace   time.Duration
 	touched map[netip.Addr]*touch
-	peak    int   // the most addresses touched and not yet removed at once, since ResetPeak
+	cap     int   // the entries left in place (0: none): only those beyond it are removed
+	held    int   // the interface's entries at the last sweep
+	peak    int   // the most entries seen at a sweep since the last NeighbourUse
 	nerr    error // why removing stopped
 	stop    chan struct{}
 	// Removed counts the neighbour entries removed.
@@ -191,10 +193,11 @@ func (p *Prober) UseNeighbours(n *Neighbours) {
 }
 
 // RemoveNeighbours makes the prober remove the neighbour entry of every peer it probed or
-// answered once grace has passed without an exchange with that peer: the entries the probes
-// make then stay few (about the peers touched per grace, plus the checks going on) instead of
-// one per peer, refreshed every round. A removed entry costs one address resolution at the next
-// exchange. Removing needs CAP_NET_ADMIN; refused, the prober stops trying and NeighbourUse
+// answered once grace has passed without an exchange with that peer, beyond the cap
+// (SetNeighbourCap; without one, every such entry): the entries the probes make then stay about
+// the cap (or, without one, the peers touched per grace plus the checks going on) instead of one
+// per peer, refreshed every round. A removed entry costs one address resolution (a broadcast) at
+// the next exchange. Removing needs CAP_NET_ADMIN; refused, the prober stops trying and NeighbourUse
 // says why. Call it after UseNeighbours and before Serve; without a socket it does nothing.
 func (p *Prober) RemoveNeighbours(grace time.Duration) {
 	p.nmu.Lock()
@@ -204,6 +207,16 @@ func (p *Prober) RemoveNeighbours(grace time.Duration) {
 	}
 	p.grace, p.touched, p.stop = grace, map[netip.Addr]*touch{}, make(chan struct{})
 	go p.sweep(p.stop, max(grace/4, 10*time.Millisecond))
+}
+
+// SetNeighbourCap makes the removal (RemoveNeighbours) leave up to n entries in place, removing
+// only those beyond, least recently used first; 0 removes every idle one. Below the cap the
+// probes cost no address resolution (each removed entry costs one, a broadcast, at the next
+// exchange with its peer).
+func (p *Prober) SetNeighbourCap(n int) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	p.cap = max(n, 0)
 }
 
 // touch notes an exchange with addr: busy +1 when one begins, -1 when it ends, 0 for a single
@@ -218,12 +231,17 @@ func (p *Prober) touch(addr netip.Addr, busy int) {
 	if t == nil {
 		t = &touch{}
 		p.touched[addr] = t
-		p.peak = max(p.peak, len(p.touched))
 	}
 	t.last, t.busy = time.Now(), t.busy+busy
 }
 
-// sweep removes the entries of the addresses idle for the grace, every tick, until stop.
+// sweep, every tick until stop, removes the interface's entries of the peers the prober
+// exchanged with once grace has passed since the last exchange — also an entry made anew
+// without one (the peer's kernel confirms its own entry of this node with a unicast probe
+// delay_first_probe_time, 5 s, after its last packet, and that makes this node's entry again) —
+// except an entry confirmed since the prober's last exchange with its peer: something else uses
+// it (a migration's TCP stream confirms its entry as its data is acknowledged), and removing it
+// would make that stream wait for an address resolution, so it is left alone.
 func (p *Prober) sweep(stop chan struct{}, tick time.Duration) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -234,21 +252,45 @@ func (p *Prober) sweep(stop chan struct{}, tick time.Duration) {
 		case <-t.C:
 		}
 		p.nmu.Lock()
-		var idle []netip.Addr
-		cut := time.Now().Add(-p.grace)
-		for a, t := range p.touched {
-			if t.busy <= 0 && t.last.Before(cut) {
-				idle = append(idle, a)
-				delete(p.touched, a)
-			}
-		}
 		n := p.neigh
 		p.nmu.Unlock()
 		if n == nil {
 			return
 		}
-		for _, a := range idle {
-			if err := n.Delete(a); err != nil {
+		entries, err := n.Entries()
+		if err != nil {
+			continue
+		}
+		now := time.Now()
+		type cand struct {
+			addr netip.Addr
+			last time.Time
+		}
+		var remove []cand
+		p.nmu.Lock()
+		for _, e := range entries {
+			t := p.touched[e.Addr]
+			if t == nil || t.busy > 0 {
+				continue // not a peer of the probes, or an exchange going on
+			}
+			idle := now.Sub(t.last)
+			// Confirmed more than half a grace after the last exchange (an address resolution the
+			// exchange started answers within it): something else confirms the entry.
+			if idle < p.grace || e.Confirmed < idle-p.grace/2 {
+				continue // within the grace, or in use
+			}
+			remove = append(remove, cand{e.Addr, t.last})
+		}
+		p.held = len(entries)
+		p.peak = max(p.peak, p.held)
+		// Within the cap nothing is removed; beyond it, the least recently used first.
+		if excess := len(entries) - p.cap; p.cap > 0 && excess < len(remove) {
+			slices.SortFunc(remove, func(a, b cand) int { return a.last.Compare(b.last) })
+			remove = remove[:max(excess, 0)]
+		}
+		p.nmu.Unlock()
+		for _, c := range remove {
+			if err := n.Delete(c.addr); err != nil {
 				p.nmu.Lock()
 				p.nerr, p.touched = fmt.Errorf("removing neighbour entries: %w", err), nil
 				p.nmu.Unlock()
@@ -260,14 +302,14 @@ func (p *Prober) sweep(stop chan struct{}, tick time.Duration) {
 }
 
 // NeighbourUse says whether the prober removes its neighbour entries (RemoveNeighbours, and not
-// refused since), why it stopped (err), and the most addresses it had touched and not yet removed
-// at once since the last call (each at most one entry); the peak starts again from the current
-// count.
+// refused since), why it stopped (err), and the most entries the interface held at one sweep
+// since the last call (an entry of any peer the prober exchanged with, or of anything else on
+// the interface); the peak starts again from the last sweep's count.
 func (p *Prober) NeighbourUse() (removing bool, peak int, err error) {
 	p.nmu.Lock()
 	defer p.nmu.Unlock()
 	peak = p.peak
-	p.peak = len(p.touched)
+	p.peak = p.held
 	return p.touched != nil, peak, p.nerr
 }
 
