@@ -76,3 +76,86 @@ func BenchmarkAgentNeighbourEntries(b *testing.B) {
 		m.Close()
 	}
 }
+
+// BenchmarkLabVerdicts is the proving ground's verdicts at 40 and 100 nodes: every node's
+// sandbox probes every other's at once (the agents' prober, defaults --timeout 1s --tries 3),
+// the round spread over 10 s per 40 nodes, first with the kernel's default neighbour thresholds
+// (128/512/1024: set for the run, the machine's own set back after), then sized by
+// nodenet.SizeNeighbourTables. It reports the pairs with a failing direction (every link is up:
+// each is false), the failing checks, the overflows the kernel counted, and how many agents
+// would withhold their round (probe.Untrusted: NeighbourTableFull instead of the failures).
+// Run with -benchtime=1x.
+func BenchmarkLabVerdicts(b *testing.B) {
+	ctx := context.Background()
+	dir4 := nodenet.SysctlRoot + "/" + probe.SysctlDir(true)
+	orig, err := probe.ReadNeighbourLimits(dir4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		cur, _ := probe.ReadNeighbourLimits(dir4)
+		back := probe.NeighbourLimits{GCThresh1: max(cur.GCThresh1, orig.GCThresh1), GCThresh2: max(cur.GCThresh2, orig.GCThresh2), GCThresh3: max(cur.GCThresh3, orig.GCThresh3)}
+		if err := nodenet.WriteNeighbourLimits(true, cur, back); err != nil {
+			b.Error(err)
+		}
+	}()
+	for _, n := range []int{40, 100} {
+		m, err := nodenet.NewMesh(ctx, fmt.Sprintf("mnv%d", os.Getpid()), n, 1500, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps := meshProbers(b, m, time.Second)
+		for _, sized := range []bool{false, true} {
+			name := map[bool]string{false: "defaults", true: "sized"}[sized]
+			b.Run(fmt.Sprintf("nodes=%d/%s", n, name), func(b *testing.B) {
+				for range b.N {
+					for i := range n {
+						if _, err := nodenet.Exec(ctx, m.NS(i), "ip", "neigh", "flush", "dev", "migration0"); err != nil {
+							b.Fatal(err)
+						}
+					}
+					cur, err := probe.ReadNeighbourLimits(dir4)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if sized {
+						if err := nodenet.WriteNeighbourLimits(true, cur, orig); err != nil {
+							b.Fatal(err)
+						}
+						if err := nodenet.SizeNeighbourTables(n, os.Stderr); err != nil {
+							b.Fatal(err)
+						}
+					} else if err := nodenet.WriteNeighbourLimits(true, cur, probe.DefaultNeighbourLimits); err != nil {
+						b.Fatal(err)
+					}
+					o0, _ := nodenet.NeighbourOverflows()
+					res, failed := allPairs(ctx, m, ps, time.Duration(n)*250*time.Millisecond)
+					o1, _ := nodenet.NeighbourOverflows()
+					pairs := map[[2]int]bool{}
+					withheld := 0
+					for i, r := range res {
+						if probe.Untrusted(r, int64(o1-o0)) {
+							withheld++
+						}
+						for _, x := range r {
+							if x.Reason != "" {
+								var j int
+								fmt.Sscan(x.Node, &j)
+								pairs[[2]int{min(i, j), max(i, j)}] = true
+							}
+						}
+					}
+					b.ReportMetric(float64(len(pairs)), "failing-pairs")
+					b.ReportMetric(float64(n*(n-1)/2), "pairs")
+					b.ReportMetric(float64(failed), "failed-checks")
+					b.ReportMetric(float64(o1-o0), "overflows")
+					b.ReportMetric(float64(withheld), "agents-withholding")
+				}
+			})
+		}
+		for _, p := range ps {
+			p.Close()
+		}
+		m.Close()
+	}
+}
