@@ -447,3 +447,40 @@ func agentRound(t testing.TB, m *nodenet.Mesh, ps []*probe.Prober, peers int, sp
 	}
 	return peak, len(held), failed, ps[0].Removed.Load() - removed0
 }
+
+// TestAgentNeighbourEntriesIPv6 is the same on an IPv6 network (NDP, the ndisc table), small: 8
+// peers, kept (8 entries listed) then removed without a cap (none after the round); the
+// kernel's table statistics and limits of IPv6 are read as the agent reads them.
+// Catches: an entry list or removal that only knows IPv4 (family or 4-byte addresses: nothing
+// listed, or nothing removed).
+func TestAgentNeighbourEntriesIPv6(t *testing.T) {
+	const peers = 8
+	ctx := context.Background()
+	m, err := nodenet.NewMesh(ctx, fmt.Sprintf("mn6%d", os.Getpid()), peers+1, 1500, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	if _, err := probe.ReadHostNeighbourStats("/proc", false); err != nil {
+		t.Errorf("IPv6 table statistics: %v", err)
+	}
+	if l, err := probe.HostNeighbourLimits("/proc", false); err != nil || l.GCThresh3 == 0 {
+		t.Errorf("IPv6 limits: %+v %v", l, err)
+	}
+	ps := meshProbers(t, m, 300*time.Millisecond)
+	_, end, failed, _ := agentRound(t, m, ps, peers, 500*time.Millisecond)
+	if failed != 0 || end != peers {
+		t.Errorf("kept: %d entries listed after the round, %d failed checks; want %d and 0", end, failed, peers)
+	}
+	ps[0].RemoveNeighbours(probe.DefaultNeighbourGrace)
+	_, end, failed, removed := agentRound(t, m, ps, peers, 500*time.Millisecond)
+	time.Sleep(2 * probe.DefaultNeighbourGrace)
+	held, err := ps[0].Neighbours()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("IPv6, %d peers, removed: %d after the round, then %d; %d removals", peers, end, len(held), removed)
+	if failed != 0 || len(held) != 0 || removed < peers {
+		t.Errorf("removed: %d entries left, %d removals, %d failed checks; want 0, at least %d, 0", len(held), removed, failed, peers)
+	}
+}
