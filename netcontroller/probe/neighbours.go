@@ -385,10 +385,18 @@ func (c NeighbourCheck) Message() string {
 	if c.IPv4 {
 		sysctl = "net.ipv4.neigh.default"
 	}
+	// For the network's size; after an overflow, also for twice the entries the table held (a
+	// node whose pods need more than the network does).
 	rec := RecommendedLimits(c.Peers + 1)
-	raise := fmt.Sprintf("raise %s.gc_thresh1/2/3 (now %d/%d/%d) to at least %d/%d/%d for this network's %d nodes, plus what the node's pods need",
+	why := fmt.Sprintf("for this network's %d nodes", c.Peers+1)
+	if c.Overflows > 0 {
+		if byTable := RecommendedLimits(int(c.TableEntries) / 2); byTable.GCThresh2 > rec.GCThresh2 {
+			rec, why = byTable, fmt.Sprintf("for the %d entries the table held", c.TableEntries)
+		}
+	}
+	raise := fmt.Sprintf("raise %s.gc_thresh1/2/3 (now %d/%d/%d) to at least %d/%d/%d %s, plus what the node's pods need",
 		sysctl, c.Limits.GCThresh1, c.Limits.GCThresh2, c.Limits.GCThresh3,
-		max(rec.GCThresh1, c.Limits.GCThresh1), max(rec.GCThresh2, c.Limits.GCThresh2), max(rec.GCThresh3, c.Limits.GCThresh3), c.Peers+1)
+		max(rec.GCThresh1, c.Limits.GCThresh1), max(rec.GCThresh2, c.Limits.GCThresh2), max(rec.GCThresh3, c.Limits.GCThresh3), why)
 	var msgs []string
 	if c.Overflows > 0 {
 		msgs = append(msgs, fmt.Sprintf("the node's neighbour table overflowed %d times during the round (%d entries, gc_thresh3 %d): new neighbours of every pod on the node went unresolved",

@@ -56,7 +56,7 @@ func TestNeighbourCheck(t *testing.T) {
 		{"held more than the share", NeighbourCheck{IPv4: true, Limits: def, Peers: 100, Entries: 200, Removing: true},
 			[]string{"the agent's probes held 200 neighbour entries, more than its share"}},
 		{"overflow", NeighbourCheck{IPv4: true, Limits: def, Peers: 10, Entries: 10, Overflows: 7, TableEntries: 1024},
-			[]string{"overflowed 7 times during the round (1024 entries, gc_thresh3 1024)"}},
+			[]string{"overflowed 7 times during the round (1024 entries, gc_thresh3 1024)", "to at least 512/2048/4096 for the 1024 entries the table held"}},
 		{"raised limits kept in the advice", NeighbourCheck{IPv4: true, Limits: NeighbourLimits{2000, 300, 9000}, Peers: 100, Entries: 100},
 			[]string{"to at least 2000/512/9000"}},
 		{"limits unknown", NeighbourCheck{IPv4: true, Peers: 5000, Entries: 5000, Overflows: 3}, nil},
