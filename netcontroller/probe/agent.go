@@ -356,7 +356,7 @@ func (a *Agent) open(ctx context.Context, loc located) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNoProcess, err)
 	}
-	opened, err := OpenIn(path, settings.MigrationInterface, loc.addr, a.Port)
+	opened, err := OpenInWithNeighbours(path, settings.MigrationInterface, loc.addr, a.Port)
 	if err != nil {
 		return err
 	}

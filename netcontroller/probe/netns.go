@@ -66,7 +66,8 @@ type Opened struct {
 	// MTU is the interface's MTU.
 	MTU int
 	// Neighbours reads and removes the interface's neighbour entries (a netlink socket in the
-	// same namespace); nil when it could not be opened.
+	// same namespace; OpenInWithNeighbours only, nil when it could not be opened): give it to the
+	// Prober (UseNeighbours), which closes it.
 	Neighbours *Neighbours
 }
 
@@ -74,6 +75,15 @@ type Opened struct {
 // checking that the interface ifName there holds addr. The socket stays in that namespace; the
 // calling thread returns to its own (a thread that cannot is left locked, so the runtime ends it).
 func OpenIn(nsPath, ifName string, addr netip.Addr, port int) (Opened, error) {
+	return openIn(nsPath, ifName, addr, port, false)
+}
+
+// OpenInWithNeighbours is OpenIn, and opens Opened.Neighbours on the interface as well.
+func OpenInWithNeighbours(nsPath, ifName string, addr netip.Addr, port int) (Opened, error) {
+	return openIn(nsPath, ifName, addr, port, true)
+}
+
+func openIn(nsPath, ifName string, addr netip.Addr, port int, neighbours bool) (Opened, error) {
 	ns, err := os.Open(nsPath)
 	if err != nil {
 		return Opened{}, err
@@ -103,6 +113,9 @@ func OpenIn(nsPath, ifName string, addr netip.Addr, port int) (Opened, error) {
 			return err
 		}
 		out = Opened{Conn: conn, MTU: ifc.MTU}
+		if !neighbours {
+			return nil
+		}
 		if n, err := openNeighbours(ifc.Index, addr.Unmap().Is4()); err == nil {
 			out.Neighbours = n
 		}

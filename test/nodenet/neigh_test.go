@@ -145,7 +145,7 @@ func meshProbers(t testing.TB, m *nodenet.Mesh, timeout time.Duration) []*probe.
 	t.Helper()
 	var ps []*probe.Prober
 	for i := range m.N {
-		opened, err := probe.OpenIn(m.NS(i).Path(), "migration0", m.Addr(i), 4797)
+		opened, err := probe.OpenInWithNeighbours(m.NS(i).Path(), "migration0", m.Addr(i), 4797)
 		if err != nil {
 			t.Fatal(err)
 		}
