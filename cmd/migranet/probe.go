@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -58,8 +60,10 @@ func parseProbeFlags(args []string) (*probeFlags, *flag.FlagSet, error) {
 	fs.DurationVar(&f.cfg.Interval, "interval", 20*time.Second, "one round over every peer per interval (longer when --max-rate says so)")
 	fs.DurationVar(&f.cfg.Timeout, "timeout", time.Second, "how long a probe waits for its reply")
 	fs.IntVar(&f.cfg.Tries, "tries", 3, "how many lost probes in a row fail a path")
-	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":9797", "address of /healthz and /readyz (ready once the probe socket answers on migration0: peers probe only Ready agents)")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":9797", "address of /healthz, /readyz and /metrics (ready once the probe socket answers on migration0: peers probe only Ready agents)")
 	fs.Float64Var(&f.cfg.MaxRate, "max-rate", 200, "at most this many probes a second in a round (two per healthy peer)")
+	fs.BoolVar(&f.cfg.KeepNeighbours, "keep-neighbour-entries", false, "leave the neighbour entries the probes make (one per peer in the node's one table, shared with every pod); by default the agent removes each after its peer's exchanges, which needs CAP_NET_ADMIN")
+	fs.DurationVar(&f.cfg.NeighbourGrace, "neighbour-grace", probe.DefaultNeighbourGrace, "how long a peer's neighbour entry is left after the last exchange with it before the agent removes it")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(zfs)
 	zfs.VisitAll(func(fl *flag.Flag) { fs.Var(fl.Value, fl.Name, fl.Usage) })
@@ -99,6 +103,9 @@ func (f *probeFlags) check() (labels.Selector, error) {
 	}
 	if c.Interval%time.Second != 0 {
 		errs = append(errs, field.Invalid(field.NewPath("--interval"), c.Interval.String(), "must be whole seconds (the report carries it in seconds)"))
+	}
+	if c.NeighbourGrace < 10*time.Millisecond || c.NeighbourGrace > time.Minute {
+		errs = append(errs, field.Invalid(field.NewPath("--neighbour-grace"), c.NeighbourGrace.String(), "must be between 10ms and 1m"))
 	}
 	if c.MaxRate <= 0 || c.MaxRate > 100000 {
 		errs = append(errs, field.Invalid(field.NewPath("--max-rate"), c.MaxRate, "must be above 0 and at most 100000 probes a second"))
@@ -167,12 +174,17 @@ func startProbe(ctx context.Context, f *probeFlags) error {
 		return errors.New("the pod cache never synced")
 	}
 	f.cfg.Version = version()
+	reg := prometheus.NewRegistry()
+	if f.cfg.Metrics, err = probe.NewMetrics(reg); err != nil {
+		return err
+	}
 	a := &probe.Agent{Config: f.cfg, Client: c, Pods: pods}
 	ln, err := net.Listen("tcp", f.healthAddr)
 	if err != nil {
 		return fmt.Errorf("--health-probe-bind-address: %w", err)
 	}
 	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := a.Ready(r); err != nil {

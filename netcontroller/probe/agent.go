@@ -41,8 +41,21 @@ type Config struct {
 	// MaxRate bounds the probes a round sends per second (replies and the volleys of a failing
 	// peer not counted); a round over many peers then lasts longer than Interval.
 	MaxRate float64
-	Version string
+	// KeepNeighbours leaves the neighbour entries the probes make (one per peer, in the node's
+	// one table); by default the agent keeps up to its cap (NeighbourLimits.Cap, three quarters
+	// of its share of the node's table) and removes the least recently used beyond it once
+	// NeighbourGrace passes without an exchange with their peer (0: DefaultNeighbourGrace).
+	KeepNeighbours bool
+	NeighbourGrace time.Duration
+	Version        string
+	// Metrics, when set, is kept up to date with each round's neighbour table.
+	Metrics *Metrics
 }
+
+// DefaultNeighbourGrace is how long the agent leaves a peer's neighbour entry after its last
+// exchange with the peer: long enough for a peer's check (two probes a round trip apart), short
+// enough that at 1,000 peers a round of 20 s holds about 2 × 1,000 / 20 × 0.2 = 20 entries.
+const DefaultNeighbourGrace = 200 * time.Millisecond
 
 // Agent probes its node's paths and writes its PathReport.
 type Agent struct {
@@ -81,6 +94,8 @@ type session struct {
 	// it from then on.
 	since  time.Time
 	prober *Prober
+	// neighbourWarned: the session logged why it cannot read or clean the neighbour table.
+	neighbourWarned bool
 }
 
 // located is where the node's virt-handler is on the migration network, or why it is not.
@@ -149,6 +164,14 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	}
 	r.Since = metav1.NewMicroTime(s.since)
 	peers := a.peers(ctx, s)
+	before, beforeErr := ReadHostNeighbourStats(a.ProcRoot, s.addr.Is4())
+	limits, limitsErr := HostNeighbourLimits(a.ProcRoot, s.addr.Is4())
+	if limitsErr != nil {
+		s.prober.SetNeighbourCap(DefaultNeighbourLimits.Cap())
+	} else {
+		s.prober.SetNeighbourCap(limits.Cap())
+	}
+	_, _, _ = s.prober.NeighbourUse() // the peak starts with the round
 	started := time.Now()
 	results := s.prober.Round(ctx, peers, a.spread(len(peers)))
 	// A peer whose agent stopped being Ready during the round (restarting) did not answer for
@@ -156,8 +179,67 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	live := a.liveAgents(ctx)
 	results = slices.DeleteFunc(results, func(r Result) bool { return r.Reason != "" && !live[r.Node] })
 	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(results))}
+	r.NeighbourTable = a.neighbourTable(ctx, s, len(peers), limits, limitsErr, before, beforeErr)
+	if nt := r.NeighbourTable; Untrusted(results, nt.Overflows) {
+		// The kernel refused new neighbour entries while peers did not answer: their probes may
+		// have been dropped for want of an entry. No verdict of this round is reported.
+		r.Problem, r.Message, r.LastRound = v1beta1.ProbeNeighbourTableFull, nt.Message, nil
+		if r.Message == "" {
+			r.Message = fmt.Sprintf("the node's %s neighbour table overflowed %d times during the round; raise its gc_thresh1/2/3 (docs/observability.md#runbook-migranetneighbourtabletoosmall)", nt.Family, nt.Overflows)
+		}
+		log.Info("the node's neighbour table overflowed during the round: its failures are not reported", "overflows", nt.Overflows, "message", nt.Message)
+		return r
+	}
 	a.record(ctx, r, results)
 	return r
+}
+
+// Untrusted says whether a round's verdicts cannot be reported: the node's neighbour table
+// refused new entries (overflows) during it and some peer failed. A failure may then be the
+// kernel's (a probe or reply dropped for want of an entry), a pass cannot.
+func Untrusted(results []Result, overflows int64) bool {
+	return overflows > 0 && slices.ContainsFunc(results, func(r Result) bool { return r.Reason != "" })
+}
+
+// neighbourTable reads the node's neighbour table after a round (limits, entries, overflows
+// since before) and judges whether its limits hold the probing.
+func (a *Agent) neighbourTable(ctx context.Context, s *session, peers int, l NeighbourLimits, limitsErr error, before NeighbourStats, beforeErr error) *v1beta1.NeighbourTable {
+	log := ctrl.LoggerFrom(ctx)
+	is4 := s.addr.Is4()
+	c := NeighbourCheck{IPv4: is4, Peers: peers}
+	nt := &v1beta1.NeighbourTable{Family: "IPv6", Peers: int32(peers)}
+	if is4 {
+		nt.Family = "IPv4"
+	}
+	removing, peak, rerr := s.prober.NeighbourUse()
+	c.Removing, nt.RemovesEntries = removing, removing
+	if rerr != nil && !s.neighbourWarned {
+		s.neighbourWarned = true
+		log.Info("not removing the probes' neighbour entries", "error", rerr.Error())
+	}
+	c.Entries = peak
+	if held, err := s.prober.Neighbours(); err == nil && !removing {
+		c.Entries = len(held) // no sweeps to sample it: the count after the round
+	}
+	nt.Entries = int32(c.Entries)
+	if limitsErr == nil {
+		c.Limits = l
+		nt.GCThresh1, nt.GCThresh2, nt.GCThresh3, nt.Budget = int32(l.GCThresh1), int32(l.GCThresh2), int32(l.GCThresh3), int32(l.Budget())
+	} else if !s.neighbourWarned {
+		s.neighbourWarned = true
+		log.Info("cannot read the node's neighbour table limits (the initial network namespace's sysctls, entered through the host's PID 1 or 2); assuming the defaults", "error", limitsErr.Error())
+	}
+	if after, err := ReadHostNeighbourStats(a.ProcRoot, is4); err == nil {
+		nt.TableEntries = int64(after.Entries)
+		c.TableEntries = nt.TableEntries
+		if beforeErr == nil && after.TableFulls > before.TableFulls {
+			nt.Overflows = int64(after.TableFulls - before.TableFulls)
+			c.Overflows = nt.Overflows
+		}
+	}
+	nt.Message = c.Message()
+	a.Metrics.observe(a.Node, nt)
+	return nt
 }
 
 // spread is how long a round of n peers spreads its probes over: the interval less what the last
@@ -274,7 +356,7 @@ func (a *Agent) open(ctx context.Context, loc located) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNoProcess, err)
 	}
-	opened, err := OpenIn(path, settings.MigrationInterface, loc.addr, a.Port)
+	opened, err := OpenInWithNeighbours(path, settings.MigrationInterface, loc.addr, a.Port)
 	if err != nil {
 		return err
 	}
@@ -283,6 +365,14 @@ func (a *Agent) open(ctx context.Context, loc located) error {
 		mtu = opened.MTU
 	}
 	p := NewProber(opened.Conn, loc.network, mtu, a.Timeout, a.Tries)
+	p.UseNeighbours(opened.Neighbours)
+	if !a.KeepNeighbours {
+		grace := a.NeighbourGrace
+		if grace <= 0 {
+			grace = DefaultNeighbourGrace
+		}
+		p.RemoveNeighbours(grace)
+	}
 	go p.Serve()
 	a.cur = &session{network: loc.network, podUID: loc.podUID, addr: loc.addr, mtu: mtu, netns: [2]uint64{dev, ino}, prober: p}
 	a.failing = nil

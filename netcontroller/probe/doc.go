@@ -13,4 +13,12 @@
 // largest frame that crosses. A peer whose probes are not answered while its own probes arrive is
 // OneWay. Every packet carries the network's identity (wire.go): foreign packets on the port are
 // ignored. Rounds spread the probes evenly over the interval, at most MaxRate a second.
+//
+// The probes make neighbour (ARP/NDP) entries in the node's one table, shared by every pod
+// (neighbours.go): the agent reads the node's limits and counters from the initial network
+// namespace, keeps its entries within a share of the table (removing the least recently used
+// beyond it, never one a migration's stream confirms), reports the table in the PathReport
+// (neighbourTable, with what to raise when the limits cannot hold the network) and, when the
+// table overflowed during a round in which peers failed, reports NeighbourTableFull instead of
+// those failures.
 package probe

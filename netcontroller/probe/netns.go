@@ -65,12 +65,25 @@ type Opened struct {
 	Conn *net.UDPConn
 	// MTU is the interface's MTU.
 	MTU int
+	// Neighbours reads and removes the interface's neighbour entries (a netlink socket in the
+	// same namespace; OpenInWithNeighbours only, nil when it could not be opened): give it to the
+	// Prober (UseNeighbours), which closes it.
+	Neighbours *Neighbours
 }
 
 // OpenIn opens the probe socket on addr:port inside the network namespace at nsPath, after
 // checking that the interface ifName there holds addr. The socket stays in that namespace; the
 // calling thread returns to its own (a thread that cannot is left locked, so the runtime ends it).
 func OpenIn(nsPath, ifName string, addr netip.Addr, port int) (Opened, error) {
+	return openIn(nsPath, ifName, addr, port, false)
+}
+
+// OpenInWithNeighbours is OpenIn, and opens Opened.Neighbours on the interface as well.
+func OpenInWithNeighbours(nsPath, ifName string, addr netip.Addr, port int) (Opened, error) {
+	return openIn(nsPath, ifName, addr, port, true)
+}
+
+func openIn(nsPath, ifName string, addr netip.Addr, port int, neighbours bool) (Opened, error) {
 	ns, err := os.Open(nsPath)
 	if err != nil {
 		return Opened{}, err
@@ -100,6 +113,12 @@ func OpenIn(nsPath, ifName string, addr netip.Addr, port int) (Opened, error) {
 			return err
 		}
 		out = Opened{Conn: conn, MTU: ifc.MTU}
+		if !neighbours {
+			return nil
+		}
+		if n, err := openNeighbours(ifc.Index, addr.Unmap().Is4()); err == nil {
+			out.Neighbours = n
+		}
 		return nil
 	})
 	return out, err

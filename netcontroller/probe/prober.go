@@ -3,7 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
-	"golang.org/x/sys/unix"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -53,6 +55,26 @@ type Prober struct {
 	Foreign atomic.Uint64
 	// Sent counts probes sent (replies not included).
 	Sent atomic.Uint64
+
+	// The neighbour entries the probes use (RemoveNeighbours): nil while the prober leaves them.
+	nmu     sync.Mutex
+	neigh   *Neighbours
+	grace   time.Duration
+	touched map[netip.Addr]*touch
+	cap     int   // the entries left in place (0: none): only those beyond it are removed
+	held    int   // the interface's entries at the last sweep
+	peak    int   // the most entries seen at a sweep since the last NeighbourUse
+	nerr    error // why removing stopped
+	stop    chan struct{}
+	// Removed counts the neighbour entries removed.
+	Removed atomic.Uint64
+}
+
+// touch is one peer address whose neighbour entry the prober used: when last, and how many of
+// its exchanges are still going on.
+type touch struct {
+	last time.Time
+	busy int
 }
 
 // NewProber probes network (namespace/name) over conn with full-size frames of mtu bytes; each
@@ -114,6 +136,7 @@ func (p *Prober) Serve() {
 			p.mu.Unlock()
 			header{kind: kindReply, net: p.id, seq: h.seq, size: uint32(n)}.encode(out)
 			_, _ = p.conn.WriteToUDPAddrPort(out, from)
+			p.touch(from.Addr().Unmap(), 0)
 		case kindReply:
 			p.mu.Lock()
 			ch := p.pending[h.seq]
@@ -145,8 +168,161 @@ func (p *Prober) sawProbe(st *seen, h header, now time.Time) {
 	}
 }
 
-// Close closes the socket; Serve returns.
-func (p *Prober) Close() error { return p.conn.Close() }
+// Close closes the socket (Serve returns) and stops removing neighbour entries.
+func (p *Prober) Close() error {
+	p.nmu.Lock()
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
+	if p.neigh != nil {
+		_ = p.neigh.Close()
+		p.neigh = nil
+	}
+	p.nmu.Unlock()
+	return p.conn.Close()
+}
+
+// UseNeighbours gives the prober n, a neighbour socket in the probe socket's namespace on its
+// interface (Opened.Neighbours): Neighbours lists through it, RemoveNeighbours removes through it.
+// The prober owns n from then on (Close closes it). Call it before Serve.
+func (p *Prober) UseNeighbours(n *Neighbours) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	p.neigh = n
+}
+
+// RemoveNeighbours makes the prober remove the neighbour entry of every peer it probed or
+// answered once grace has passed without an exchange with that peer, beyond the cap
+// (SetNeighbourCap; without one, every such entry): the entries the probes make then stay about
+// the cap (or, without one, the peers touched per grace plus the checks going on) instead of one
+// per peer, refreshed every round. A removed entry costs one address resolution (a broadcast) at
+// the next exchange. Removing needs CAP_NET_ADMIN; refused, the prober stops trying and NeighbourUse
+// says why. Call it after UseNeighbours and before Serve; without a socket it does nothing.
+func (p *Prober) RemoveNeighbours(grace time.Duration) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	if p.neigh == nil || p.stop != nil {
+		return
+	}
+	p.grace, p.touched, p.stop = grace, map[netip.Addr]*touch{}, make(chan struct{})
+	go p.sweep(p.stop, max(grace/4, 10*time.Millisecond))
+}
+
+// SetNeighbourCap makes the removal (RemoveNeighbours) leave up to n entries in place, removing
+// only those beyond, least recently used first; 0 removes every idle one. Below the cap the
+// probes cost no address resolution (each removed entry costs one, a broadcast, at the next
+// exchange with its peer).
+func (p *Prober) SetNeighbourCap(n int) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	p.cap = max(n, 0)
+}
+
+// touch notes an exchange with addr: busy +1 when one begins, -1 when it ends, 0 for a single
+// packet.
+func (p *Prober) touch(addr netip.Addr, busy int) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	if p.touched == nil {
+		return
+	}
+	t := p.touched[addr]
+	if t == nil {
+		t = &touch{}
+		p.touched[addr] = t
+	}
+	t.last, t.busy = time.Now(), t.busy+busy
+}
+
+// sweep, every tick until stop, removes the interface's entries of the peers the prober
+// exchanged with once grace has passed since the last exchange — also an entry made anew
+// without one (the peer's kernel confirms its own entry of this node with a unicast probe
+// delay_first_probe_time, 5 s, after its last packet, and that makes this node's entry again) —
+// except an entry confirmed since the prober's last exchange with its peer: something else uses
+// it (a migration's TCP stream confirms its entry as its data is acknowledged), and removing it
+// would make that stream wait for an address resolution, so it is left alone.
+func (p *Prober) sweep(stop chan struct{}, tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		p.nmu.Lock()
+		n := p.neigh
+		p.nmu.Unlock()
+		if n == nil {
+			return
+		}
+		entries, err := n.Entries()
+		if err != nil {
+			continue
+		}
+		now := time.Now()
+		type cand struct {
+			addr netip.Addr
+			last time.Time
+		}
+		var remove []cand
+		p.nmu.Lock()
+		for _, e := range entries {
+			t := p.touched[e.Addr]
+			if t == nil || t.busy > 0 {
+				continue // not a peer of the probes, or an exchange going on
+			}
+			idle := now.Sub(t.last)
+			// Confirmed more than half a grace after the last exchange (an address resolution the
+			// exchange started answers within it): something else confirms the entry.
+			if idle < p.grace || e.Confirmed < idle-p.grace/2 {
+				continue // within the grace, or in use
+			}
+			remove = append(remove, cand{e.Addr, t.last})
+		}
+		p.held = len(entries)
+		p.peak = max(p.peak, p.held)
+		// Within the cap nothing is removed; beyond it, the least recently used first.
+		if excess := len(entries) - p.cap; p.cap > 0 && excess < len(remove) {
+			slices.SortFunc(remove, func(a, b cand) int { return a.last.Compare(b.last) })
+			remove = remove[:max(excess, 0)]
+		}
+		p.nmu.Unlock()
+		for _, c := range remove {
+			if err := n.Delete(c.addr); err != nil {
+				p.nmu.Lock()
+				p.nerr, p.touched = fmt.Errorf("removing neighbour entries: %w", err), nil
+				p.nmu.Unlock()
+				return
+			}
+			p.Removed.Add(1)
+		}
+	}
+}
+
+// NeighbourUse says whether the prober removes its neighbour entries (RemoveNeighbours, and not
+// refused since), why it stopped (err), and the most entries the interface held at one sweep
+// since the last call (an entry of any peer the prober exchanged with, or of anything else on
+// the interface); the peak starts again from the last sweep's count.
+func (p *Prober) NeighbourUse() (removing bool, peak int, err error) {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	peak = p.peak
+	p.peak = p.held
+	return p.touched != nil, peak, p.nerr
+}
+
+// Neighbours lists the entries of the probe interface (nil without RemoveNeighbours).
+func (p *Prober) Neighbours() ([]netip.Addr, error) {
+	p.nmu.Lock()
+	n := p.neigh
+	p.nmu.Unlock()
+	if n == nil {
+		return nil, errors.New("no neighbour socket")
+	}
+	return n.List()
+}
 
 // send sends one probe of payload bytes to addr and returns the channel its reply arrives on
 // (unregister with done). A send the kernel refuses (a frame above the local interface's MTU:
@@ -213,6 +389,8 @@ func (p *Prober) exchange(ctx context.Context, addr netip.AddrPort, payload int)
 // starts mid-round may read Unreachable for that round before the evidence arrives, never OneWay
 // for a path lost both ways.
 func (p *Prober) Check(ctx context.Context, peer Peer) Result {
+	p.touch(peer.Addr.Addr().Unmap(), 1)
+	defer p.touch(peer.Addr.Addr().Unmap(), -1)
 	r := Result{Peer: peer}
 	rtt, ok := p.exchange(ctx, peer.Addr, headerLen)
 	if !ok {

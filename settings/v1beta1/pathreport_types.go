@@ -29,6 +29,11 @@ const (
 	ProbeNoInterface = "NoInterface"
 	// ProbeSocket: the probe socket could not be opened on migration0.
 	ProbeSocket = "SocketFailed"
+	// ProbeNeighbourTableFull: the node's neighbour table overflowed (its gc_thresh3) while the
+	// round ran and some peers did not answer: the kernel may have dropped the probes for want of
+	// an entry, so the round's failures are not reported as the paths' (nor are its passes:
+	// the report holds no round). NeighbourTable says how full the table is.
+	ProbeNeighbourTableFull = "NeighbourTableFull"
 	// ProbeVirtHandlerReplaced is never written by an agent: migranet reads a report as having it
 	// while the virt-handler pod it names is no longer the node's (replaced, the agent's next
 	// round not yet reported), so results of a gone pod's interface judge nothing.
@@ -70,7 +75,8 @@ type PathReport struct {
 	// +optional
 	MTU int32 `json:"mtu,omitempty"`
 	// Problem says why the agent cannot probe (NoVirtHandler, NotAttached, NoNamespace,
-	// NoInterface, SocketFailed); empty while it probes.
+	// NoInterface, SocketFailed) or cannot trust its last round (NeighbourTableFull); empty while
+	// it probes.
 	// +optional
 	Problem string `json:"problem,omitempty"`
 	// Message explains Problem.
@@ -93,6 +99,48 @@ type PathReport struct {
 	// +listMapKey=node
 	// +optional
 	Failing []PeerPath `json:"failing,omitempty"`
+	// NeighbourTable is the node's neighbour table (ARP or NDP, of the network's family) as the
+	// last round found it: one table per kernel, shared by every pod on the node, which the
+	// probes add to. Nil when the agent could not read it.
+	// +optional
+	NeighbourTable *NeighbourTable `json:"neighbourTable,omitempty"`
+}
+
+// NeighbourTable is the node's neighbour table of one family and the probe agent's use of it.
+type NeighbourTable struct {
+	// Family is IPv4 (ARP) or IPv6 (NDP).
+	Family string `json:"family"`
+	// GCThresh1, GCThresh2 and GCThresh3 are the node's net.ipv{4,6}.neigh.default.gc_thresh1/2/3
+	// (0 when they could not be read): above gc_thresh2 the kernel collects entries in use, at
+	// gc_thresh3 it makes no new one.
+	// +optional
+	GCThresh1 int32 `json:"gcThresh1,omitempty"`
+	// +optional
+	GCThresh2 int32 `json:"gcThresh2,omitempty"`
+	// +optional
+	GCThresh3 int32 `json:"gcThresh3,omitempty"`
+	// Budget is the agent's share of the table: gc_thresh2 / 4 entries.
+	// +optional
+	Budget int32 `json:"budget,omitempty"`
+	// Peers is the number of peers the agent probes.
+	Peers int32 `json:"peers"`
+	// Entries is the most neighbour entries the agent's probes held at once in the last round
+	// (at most one per peer).
+	Entries int32 `json:"entries"`
+	// RemovesEntries says whether the agent removes the entries its probes made once it is done
+	// with a peer (it needs CAP_NET_ADMIN); without, it holds one entry per peer.
+	RemovesEntries bool `json:"removesEntries"`
+	// TableEntries is the number of entries in the node's table, every namespace together.
+	// +optional
+	TableEntries int64 `json:"tableEntries,omitempty"`
+	// Overflows counts the new entries the kernel refused during the last round for want of room
+	// (its table_fulls counter; "neighbor table overflow!" in the kernel log).
+	// +optional
+	Overflows int64 `json:"overflows,omitempty"`
+	// Message is set when the node's limits cannot hold the agent's probing of this network's
+	// size (the agent's entries exceed its budget), or the table overflowed: what to raise.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ProbeRound is one completed round of probes over every peer.

@@ -119,7 +119,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
 		return nil, err
 	}
-	if e.NodeNetworks, err = startNodeNetworks(ctx, c, opts.NodeNetworks, opts.Progress); err != nil {
+	if e.NodeNetworks, err = startNodeNetworks(ctx, c, opts.NodeNetworks, len(opts.Nodes), opts.Progress); err != nil {
 		return nil, err
 	}
 	if opts.ProbeArgs == nil {

@@ -38,9 +38,11 @@ const NetnsSuite = "netns"
 // envCount tells the environments of one process apart in namespace names.
 var envCount atomic.Int32
 
-// startNodeNetworks sets up the nodes' real networks as mode asks, or returns nil for simulated
-// ones.
-func startNodeNetworks(ctx context.Context, c *cluster.Cluster, mode NodeNetworksMode, progress io.Writer) (*sim.NodeNetworks, error) {
+// startNodeNetworks sets up the real networks of nodes nodes as mode asks, or returns nil for
+// simulated ones. The nodes share this machine's kernel and its one neighbour table per family:
+// it is sized for them first (nodenet.SizeNeighbourTables, raised only), or the probes of
+// a few dozen nodes overflow it and read Unreachable.
+func startNodeNetworks(ctx context.Context, c *cluster.Cluster, mode NodeNetworksMode, nodes int, progress io.Writer) (*sim.NodeNetworks, error) {
 	if mode == NodeNetworksSimulated || (mode == NodeNetworksRequired && results.OptedOutNow(NetnsSuite)) {
 		fmt.Fprintln(progress, "env: node networks simulated (Multus, bridge and whereabouts simulators)")
 		return nil, nil
@@ -60,6 +62,13 @@ func startNodeNetworks(ctx context.Context, c *cluster.Cluster, mode NodeNetwork
 			return nil, nil
 		}
 		return nil, fmt.Errorf("real node networks: %w (or set %s=%s to simulate them)", err, results.OptOutVar, NetnsSuite)
+	}
+	if err := nodenet.SizeNeighbourTables(nodes, progress); err != nil {
+		if mode == NodeNetworksIfAvailable {
+			fmt.Fprintf(progress, "env: WARNING: %v; with many nodes the probes may overflow the neighbour table (the agents then report NeighbourTableFull)\n", err)
+		} else {
+			return nil, fmt.Errorf("real node networks: %w", err)
+		}
 	}
 	out, err := exec.CommandContext(ctx, "bash", filepath.Join(cluster.RepoRoot(), "test", "tools", "build.sh"), "cni").Output()
 	if err != nil {
