@@ -253,6 +253,10 @@ func judgePaths(h *settings.PathHealth, network string, attached []string, now t
 	case v.paths.Unverified > 0 && len(stale) == len(attached):
 		v.cond.Status, v.cond.Reason = metav1.ConditionUnknown, ReasonNotProbed
 		v.cond.Message = fmt.Sprintf("no attached node has fresh probe results on %s: is the probe agent (migranet probe) running on the nodes? (kubectl get mpr)", network)
+		if problem, msg := h.Problem(stale[0]); problem != "" && allReport(h, stale, problem) {
+			// The agents run and say why they cannot probe: name that, not the agent.
+			v.cond.Message = fmt.Sprintf("no attached node has fresh probe results on %s: every probe agent reports %s (%s: %s) (kubectl get mpr)", network, problem, stale[0], msg)
+		}
 	case v.paths.Unverified > 0 && len(stale) > 0:
 		v.cond.Status, v.cond.Reason = metav1.ConditionUnknown, ReasonPathsUnverified
 		v.cond.Message = fmt.Sprintf("no path fails, but %s without fresh probe results: agent down, not reported yet or unable to probe (kubectl get mpr)", nodeList(stale, worstNodes))
@@ -316,4 +320,14 @@ func pathsEventReason(c metav1.Condition) string {
 		return ReasonPathsHealthy
 	}
 	return c.Reason
+}
+
+// allReport reports whether every node of nodes reports problem.
+func allReport(h *settings.PathHealth, nodes []string, problem string) bool {
+	for _, n := range nodes {
+		if p, _ := h.Problem(n); p != problem {
+			return false
+		}
+	}
+	return true
 }

@@ -74,6 +74,16 @@ func TestJudgePaths(t *testing.T) {
 			status: metav1.ConditionUnknown, reason: ReasonPathsUnverified, message: []string{"not been probed by every peer"}, paths: "0/1 verified"},
 		{name: "no agent reports: not probed", reports: nil, attached: []string{"a", "b"},
 			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"no attached node has fresh probe results on " + pathNet, "migranet probe"}, paths: "0/1 verified"},
+		{name: "every agent reports a problem: not probed, naming the problem, not the agent", reports: []*v1beta1.PathReport{func() *v1beta1.PathReport {
+			r := pathReport("a")
+			r.Problem, r.Message, r.LastRound = v1beta1.ProbeNoInterface, "no migration0", nil
+			return r
+		}(), func() *v1beta1.PathReport {
+			r := pathReport("b")
+			r.Problem, r.Message, r.LastRound = v1beta1.ProbeNoInterface, "no migration0", nil
+			return r
+		}()}, attached: []string{"a", "b"},
+			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"every probe agent reports " + v1beta1.ProbeNoInterface + " (a: no migration0)"}, paths: "0/1 verified"},
 		{name: "reports of another network: not probed", reports: []*v1beta1.PathReport{func() *v1beta1.PathReport {
 			r := pathReport("a")
 			r.Network = "kubevirt/old"

@@ -201,6 +201,15 @@ func (h *PathHealth) BrokenFrom(source string, now time.Time) []BrokenPath {
 	return out
 }
 
+// Problem returns the problem and message n's agent reports (why it cannot probe), "" when none.
+func (h *PathHealth) Problem(n string) (problem, message string) {
+	if h == nil {
+		return "", ""
+	}
+	p := h.nodes[n]
+	return p.problem, p.message
+}
+
 // Fresh reports whether n's own results verify anything at now.
 func (h *PathHealth) Fresh(n string, now time.Time) bool { return h != nil && h.unusable(n, now) == "" }
 

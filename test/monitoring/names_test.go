@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/netcontroller/probe"
 	"github.com/migranet/migranet/settings/status"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
@@ -73,6 +74,9 @@ func exported(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	if _, err := webhook.NewMetrics(r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.NewMetrics(r); err != nil {
 		t.Fatal(err)
 	}
 	r.MustRegister((&certs.Rotator{}).ExpiryCollector())
