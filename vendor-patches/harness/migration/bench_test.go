@@ -607,10 +607,10 @@ func BenchmarkQEMUMigration(b *testing.B) {
 			b.Fatal(err)
 		}
 		loadLine("qemu bench start")
-		for _, mfd := range []int{0, 4} {
+		for _, mfd := range qemuBenchChannels(b) {
 			runs := map[string]qemuRuns{}
 			failed := map[string][]string{}
-			for r := 0; r < qemuBenchRuns; r++ {
+			for r := 0; r < qemuBenchRuns(b); r++ {
 				for _, path := range []string{"direct", "floor", "patched", "upstream"} {
 					run, err := e.qemuOnce(b, a, path, up, mfd, fmt.Sprintf("vmi-bench-%s-%d-%d", path, mfd, r))
 					if err != nil {
@@ -687,8 +687,40 @@ func qemuGoals(b *testing.B, mode string, pat, up qemuRuns, upFailed []string) {
 	b.ReportMetric(t(pat)/t(up), strings.ReplaceAll(mode, " ", "-")+"-qemu-patched/upstream")
 }
 
-// qemuBenchRuns is how many migrations of each path and mode the QEMU bench runs.
-const qemuBenchRuns = 3
+// EnvQEMURuns is how many migrations of each path and mode the QEMU bench runs
+// (default 3); EnvQEMUChannels which multifd channel counts it runs (comma list,
+// 0 = single stream; default "0,4").
+const (
+	EnvQEMURuns     = "MIGRANET_VP_BENCH_QEMU_RUNS"
+	EnvQEMUChannels = "MIGRANET_VP_BENCH_QEMU_CHANNELS"
+)
+
+func qemuBenchRuns(b *testing.B) int {
+	n, err := strconv.Atoi(os.Getenv(EnvQEMURuns))
+	if os.Getenv(EnvQEMURuns) == "" {
+		return 3
+	}
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive number", EnvQEMURuns, os.Getenv(EnvQEMURuns))
+	}
+	return n
+}
+
+func qemuBenchChannels(b *testing.B) []int {
+	s := os.Getenv(EnvQEMUChannels)
+	if s == "" {
+		return []int{0, 4}
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n == 1 {
+			b.Fatalf("%s=%q: want channel counts (0 = single stream, or >= 2)", EnvQEMUChannels, s)
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 // qemuOnce migrates a fresh pair of guests a over path ("direct", "patched",
 // "upstream") and reads the CPU times around it.
