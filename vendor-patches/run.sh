@@ -16,7 +16,13 @@
 #                         passed, failed, skipped; test2json streams kept in
 #                         $MIGRANET_TEST_RESULTS (vendor-patches--<pkg>.json)
 #   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream,
-#                         and vs the floor: floor/splicefloor.c, the cheapest relay)
+#                         and vs the floor: floor/splicefloor.c, the cheapest relay),
+#                         per mode (shared cores, per-node CPUs, proxies alone), with
+#                         each goal met or missed. MIGRANET_VP_BENCH picks the
+#                         benchmarks (-test.bench regexp, e.g. ProxyThroughput),
+#                         MIGRANET_VP_BENCH_MODES the modes (shared,pernode,alone,
+#                         alone-pernode), MIGRANET_VP_BENCH_PROCS the Go nodes'
+#                         GOMAXPROCS in the spare-core modes (16)
 #
 # MIGRANET_VP_FAULT (used by mutate.sh) names one fault patch (faults/*.patch) applied
 # to the v1.9.0 tree (MIGRANET_VP_FAULT_VERSION: another release's) on top of the
@@ -289,7 +295,7 @@ cmd_bench() {
   (cd "$here/harness" && go test -c -p "$build_p" -o "$here/.work/bin/migration.test" ./migration) ||
     die "bench binary does not build"
   (cd "$here/harness/migration" && MIGRANET_VP_UPSTREAM_PEER="$peer" MIGRANET_VP_FLOOR_RELAY="$floor" "$here/.work/bin/migration.test" \
-    -test.run '^$' -test.bench . -test.benchtime 1x -test.timeout "$bench_timeout")
+    -test.run '^$' -test.bench "${MIGRANET_VP_BENCH:-.}" -test.benchtime 1x -test.timeout "$bench_timeout")
 }
 
 case "${1:-}" in

@@ -31,42 +31,163 @@ const (
 // counted. The files are named <path>-<role>.pprof / .strace.
 const EnvProfile = "MIGRANET_VP_PROFILE"
 
+// EnvBenchModes selects the throughput bench's modes by key (comma list, see
+// benchModes); all when unset.
+const EnvBenchModes = "MIGRANET_VP_BENCH_MODES"
+
+// EnvBenchProcs is the GOMAXPROCS the Go nodes get in the modes that stand for a
+// node with cores to spare (default 16, the node the issue measured on).
+const EnvBenchProcs = "MIGRANET_VP_BENCH_PROCS"
+
+// benchMode is one way of running the throughput paths on this machine.
+type benchMode struct {
+	key, name string
+	// pinned: each namespace's processes (sender and source proxy or relay;
+	// target proxy or relay and sink) confined to a CPU of its own (taskset).
+	pinned bool
+	// kernel: near-free endpoints (node/kernel.go): the proxies measured alone.
+	kernel bool
+	// spare: GOMAXPROCS of every Go node set to EnvBenchProcs (else the
+	// runtime's default, which follows the CPUs the process may use).
+	spare bool
+}
+
+// benchModes: the shared cores of CI's machine, and two ways of showing on it
+// what a node with cores to spare does: per-node CPUs (a node's processes do
+// not compete with the other node's) and the proxies alone (endpoints that cost
+// next to nothing, so the proxies have the cores), both with the Ps of a big
+// node (idle Ps are what a Go program with free cores has).
+var benchModes = []benchMode{
+	{key: "shared", name: "shared cores"},
+	{key: "pernode", name: "per-node CPUs", pinned: true, spare: true},
+	{key: "alone", name: "proxies alone", kernel: true, spare: true},
+	{key: "alone-pernode", name: "proxies alone, per-node CPUs", pinned: true, kernel: true, spare: true},
+}
+
+func selectedModes(b *testing.B) []benchMode {
+	sel := os.Getenv(EnvBenchModes)
+	if sel == "" {
+		return benchModes
+	}
+	var out []benchMode
+	for _, k := range strings.Split(sel, ",") {
+		found := false
+		for _, m := range benchModes {
+			if m.key == strings.TrimSpace(k) {
+				out, found = append(out, m), true
+			}
+		}
+		if !found {
+			b.Fatalf("%s: unknown mode %q", EnvBenchModes, k)
+		}
+	}
+	return out
+}
+
+func benchProcs(b *testing.B) int {
+	s := os.Getenv(EnvBenchProcs)
+	if s == "" {
+		return 16
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive number", EnvBenchProcs, s)
+	}
+	return n
+}
+
 // BenchmarkProxyThroughput moves 2 GiB over the lab's migration link: one direct
-// TCP connection, the patched proxy pair, and upstream's unpatched proxy pair
-// (the upstreampeer binary), plain and mTLS, rounds interleaved. The sender and
-// the sink run in node processes of their own, so each path's CPU time is known
-// per process: the endpoints' and the proxies'.
+// TCP connection, the floor relay pair, the patched proxy pair, and upstream's
+// unpatched proxy pair (the upstreampeer binary), plain and mTLS, rounds
+// interleaved, in every mode (benchModes). The sender and the sink run in node
+// processes of their own, so each path's CPU time and context switches are known
+// per process. The primary figures are the proxies' CPU seconds per GiB and
+// context switches per MiB, each with its goal against upstream's pair and the
+// floor's measured in the same mode of the same run.
 func BenchmarkProxyThroughput(b *testing.B) {
 	peer := os.Getenv(EnvUpstreamPeer)
 	if peer == "" {
 		b.Fatalf("%s is not set: run this through vendor-patches/run.sh bench", EnvUpstreamPeer)
 	}
+	modes, procs := selectedModes(b), benchProcs(b)
+	if runtime.NumCPU() < 2 {
+		b.Fatalf("the per-node modes need 2 CPUs, this machine has %d", runtime.NumCPU())
+	}
 	for i := 0; i < b.N; i++ {
 		loadLine("throughput bench start")
-		plain := benchPaths(b, false, peer)
-		mtls := benchPaths(b, true, peer)
+		plainLab, tlsLab := newLab(b, false, peer), newLab(b, true, peer)
+		summary := []string{}
+		for _, m := range modes {
+			loadLine("mode " + m.name)
+			plain := plainLab.benchPaths(b, m, procs)
+			mtls := tlsLab.benchPaths(b, m, procs)
+			summary = append(summary, modeLines(b, m, plain, mtls)...)
+		}
 		loadLine("throughput bench end")
-		direct, floor := plain["direct"], plain["floor"]
-		d, fl := direct.gibps(), floor.gibps()
-		line(b, "plain direct TCP", direct, direct, "")
-		line(b, "plain floor pair (splicefloor: the cheapest relay pair, not the product)", floor, direct, ratio(fl, d, "direct", 0, false))
-		line(b, "plain upstream pair", plain["upstream"], direct, ratio(plain["upstream"].gibps(), d, "direct", 0, false)+", "+
-			ratio(plain["upstream"].gibps(), fl, "floor", 0, false))
-		line(b, "plain patched pair", plain["patched"], direct,
-			ratio(plain["patched"].gibps(), d, "direct", 0.8, true)+", "+
-				ratio(plain["patched"].gibps(), plain["upstream"].gibps(), "upstream", 1.3, true)+", "+
-				ratio(plain["patched"].gibps(), fl, "floor", 0, false))
-		floorLine(direct, floor, plain["patched"], plain["upstream"])
-		line(b, "mTLS upstream pair", mtls["upstream"], direct, ratio(mtls["upstream"].gibps(), d, "direct TCP", 0, false))
-		line(b, "mTLS patched pair", mtls["patched"], direct,
-			ratio(mtls["patched"].gibps(), d, "direct TCP", 0, false)+", "+
-				ratio(mtls["patched"].gibps(), mtls["upstream"].gibps(), "upstream", 1.5, true))
-		b.ReportMetric(plain["patched"].gibps()/d, "plain-patched/direct")
-		b.ReportMetric(fl/d, "plain-floor/direct")
-		b.ReportMetric(plain["patched"].gibps()/fl, "plain-patched/floor")
-		b.ReportMetric(plain["patched"].gibps()/plain["upstream"].gibps(), "plain-patched/upstream")
-		b.ReportMetric(mtls["patched"].gibps()/mtls["upstream"].gibps(), "mtls-patched/upstream")
+		for _, s := range summary {
+			fmt.Println(s)
+		}
 	}
+}
+
+// modeLines prints one mode's figures and returns its goal lines.
+func modeLines(b *testing.B, m benchMode, plain, mtls map[string]rounds) []string {
+	direct, floor, pat, up := plain["direct"], plain["floor"], plain["patched"], plain["upstream"]
+	pre := "bench proxy: [" + m.name + "] "
+	line(pre+"plain direct TCP", direct, nil, nil)
+	line(pre+"plain floor pair (splicefloor: the cheapest relay pair, not the product)", floor, direct, nil)
+	line(pre+"plain upstream pair", up, direct, floor)
+	line(pre+"plain patched pair", pat, direct, floor)
+	line(pre+"mTLS upstream pair", mtls["upstream"], direct, nil)
+	line(pre+"mTLS patched pair", mtls["patched"], direct, nil)
+	g := pre + "goals, patched pair"
+	var out []string
+	goal := func(what string, ok bool, detail string) {
+		out = append(out, fmt.Sprintf("%s: %s: %s (%s)", g, what, verdict(ok), detail))
+	}
+	pc, uc, fc := pat.proxyCPU(), up.proxyCPU(), floor.proxyCPU()
+	goal("plain proxies' CPU per GiB <= upstream's", pc <= uc,
+		fmt.Sprintf("%.3f s = %.2fx upstream's %.3f s, %.2fx the floor's %.3f s; GOMAXPROCS %s / upstream %s",
+			pc, pc/uc, uc, pc/fc, fc, pat.procs(), up.procs()))
+	ps, us, fs := pat.proxySwitches(), up.proxySwitches(), floor.proxySwitches()
+	goal("plain proxies' context switches per MiB <= upstream's", ps <= us,
+		fmt.Sprintf("%.1f = %.2fx upstream's %.1f, %.2fx the floor's %.1f", ps, ps/us, us, ps/fs, fs))
+	band := noiseBand(pat, up)
+	goal("plain throughput never below upstream's (within the run's noise band)", pat.gibps() >= up.gibps()*(1-band),
+		fmt.Sprintf("%.2f GiB/s = %.2fx upstream's %.2f, band %.0f %% (half the wider min-max spread of the two)",
+			pat.gibps(), pat.gibps()/up.gibps(), up.gibps(), 100*band))
+	d, fl := direct.gibps(), floor.gibps()
+	if fl >= 0.95*d {
+		goal("plain >= 0.9x direct (the floor reaches 0.95x here)", pat.gibps() >= 0.9*d,
+			fmt.Sprintf("%.2fx direct; floor %.2fx direct", pat.gibps()/d, fl/d))
+	} else {
+		out = append(out, fmt.Sprintf("%s: plain >= 0.9x direct: not applicable in this mode (the floor pair reaches %.2fx direct, the goal holds where it reaches 0.95x); patched %.2fx direct, %.2fx the floor",
+			g, fl/d, pat.gibps()/d, pat.gibps()/fl))
+	}
+	mp, mu := mtls["patched"], mtls["upstream"]
+	goal("mTLS proxies' CPU per GiB <= upstream's", mp.proxyCPU() <= mu.proxyCPU(),
+		fmt.Sprintf("%.3f s = %.2fx upstream's %.3f s", mp.proxyCPU(), mp.proxyCPU()/mu.proxyCPU(), mu.proxyCPU()))
+	goal("mTLS proxies' context switches per MiB <= upstream's", mp.proxySwitches() <= mu.proxySwitches(),
+		fmt.Sprintf("%.1f = %.2fx upstream's %.1f", mp.proxySwitches(), mp.proxySwitches()/mu.proxySwitches(), mu.proxySwitches()))
+	goal("mTLS >= 1.5x upstream's throughput", mp.gibps() >= 1.5*mu.gibps(),
+		fmt.Sprintf("%.2f / %.2f GiB/s = %.2fx", mp.gibps(), mu.gibps(), mp.gibps()/mu.gibps()))
+	key := strings.ReplaceAll(m.key, "-", "")
+	b.ReportMetric(pc/uc, key+"-plain-cpu-patched/upstream")
+	b.ReportMetric(ps/us, key+"-plain-switches-patched/upstream")
+	b.ReportMetric(pat.gibps()/up.gibps(), key+"-plain-patched/upstream")
+	b.ReportMetric(mp.gibps()/mu.gibps(), key+"-mtls-patched/upstream")
+	return out
+}
+
+// noiseBand is half the wider relative min-max spread of two paths' rounds: a
+// difference of medians within it is not told apart from the machine's noise.
+func noiseBand(x, y rounds) float64 {
+	spread := func(r rounds) float64 {
+		g := r.pick(func(v round) float64 { return v.gibps })
+		sort.Float64s(g)
+		return (g[len(g)-1] - g[0]) / median(g)
+	}
+	return max(spread(x), spread(y)) / 2
 }
 
 // rounds are one path's measures.
@@ -74,10 +195,11 @@ type rounds []round
 
 // round is one 2 GiB stream: GiB/s, and the CPU seconds per GiB of its
 // endpoints (sender + sink processes) and of its proxies (both proxy processes),
-// and the context switches per MiB of each.
+// the context switches per MiB of each, and the proxies' GOMAXPROCS (0: not Go).
 type round struct {
 	gibps, endpoints, proxies       float64
 	endpointSwitches, proxySwitches float64
+	procs                           []int
 }
 
 func (r rounds) pick(f func(round) float64) []float64 {
@@ -97,35 +219,78 @@ func (r rounds) pathCPU() float64 {
 
 func (r rounds) proxyCPU() float64 { return median(r.pick(func(x round) float64 { return x.proxies })) }
 
+func (r rounds) proxySwitches() float64 {
+	return median(r.pick(func(x round) float64 { return x.proxySwitches }))
+}
+
+// procs is the proxies' GOMAXPROCS as seen in the rounds ("n/a" for a path
+// without proxies or with C relays).
+func (r rounds) procs() string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range r {
+		for _, p := range x.procs {
+			s := "n/a (C relay)"
+			if p > 0 {
+				s = strconv.Itoa(p)
+			}
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "n/a"
+	}
+	return strings.Join(out, ",")
+}
+
 // lab is one throughput lab: the patched proxies (e.source, e.target), upstream's
 // (up), and the endpoint nodes that send and sink the streams.
 type lab struct {
 	*env
+	withTLS        bool
 	up             [2]*node.Client
 	sender, sinker *node.Client
+	mode           benchMode
 }
 
-// benchPaths measures every path of one lab benchRounds times.
-func benchPaths(b *testing.B, withTLS bool, peer string) map[string]rounds {
+func newLab(b *testing.B, withTLS bool, peer string) *lab {
 	e := newEnv(b, withTLS)
-	l := &lab{env: e, up: e.spawnUpstream(b, peer)}
+	l := &lab{env: e, withTLS: withTLS, up: e.spawnUpstream(b, peer)}
 	l.sender, l.sinker = e.spawnPlain(b, e.lab.Source), e.spawnPlain(b, e.lab.Target)
+	return l
+}
+
+// benchPaths measures every path of the lab benchRounds times in mode m.
+func (l *lab) benchPaths(b *testing.B, m benchMode, procs int) map[string]rounds {
+	l.mode = m
+	p := 0
+	if m.spare {
+		p = procs
+	}
+	for _, c := range []*node.Client{l.source, l.target, l.up[0], l.up[1], l.sender, l.sinker} {
+		if _, err := c.Do(node.Request{Op: "procs", Procs: p}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	paths := []string{"patched", "upstream"}
-	if !withTLS {
+	if !l.withTLS {
 		// The floor relay splices plain streams only.
 		paths = append([]string{"direct", "floor"}, paths...)
 	}
 	if dir := os.Getenv(EnvProfile); dir != "" {
 		for _, p := range paths {
 			if p != "direct" {
-				l.profile(b, dir, p, withTLS)
+				l.profile(b, dir, p, l.withTLS)
 			}
 		}
 	}
 	out := map[string]rounds{}
 	for r := 0; r < benchRounds; r++ {
 		for _, p := range paths {
-			out[p] = append(out[p], l.measure(b, p, fmt.Sprintf("%s-%v-%d", p, withTLS, r), nil))
+			out[p] = append(out[p], l.measure(b, p, fmt.Sprintf("%s-%s-%v-%d", p, m.key, l.withTLS, r), nil))
 		}
 	}
 	return out
@@ -140,6 +305,22 @@ func (l *lab) proxies(path string) []*node.Client {
 		return l.up[:]
 	}
 	return nil
+}
+
+// confine applies the mode's CPUs to the path's processes (sender, sink, then
+// the source and the target proxy or relay): in the per-node modes the source
+// namespace's on CPU 0 and the target namespace's on CPU 1, else every CPU.
+func (l *lab) confine(b *testing.B, procs []meter) {
+	all := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+	for i, p := range procs {
+		cpus := all
+		if l.mode.pinned {
+			cpus = strconv.Itoa(i % 2) // 0 sender, 1 sink, 2 source proxy, 3 target proxy
+		}
+		if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(p.pid(b))).CombinedOutput(); err != nil {
+			b.Fatalf("taskset -a -p -c %s %d: %v: %s", cpus, p.pid(b), err, out)
+		}
+	}
 }
 
 // measure streams benchSize bytes over path and reads every process's CPU time
@@ -173,6 +354,7 @@ func (l *lab) measure(b *testing.B, path, key string, profiled func(procs []mete
 		procs = append(procs, nodeMeters(p)...)
 		stream = func() float64 { return l.proxied(b, p[0], p[1], key, during) }
 	}
+	l.confine(b, procs)
 	before, swBefore := cpuOf(b, procs)
 	gibps := stream()
 	after, swAfter := cpuOf(b, procs)
@@ -182,8 +364,22 @@ func (l *lab) measure(b *testing.B, path, key string, profiled func(procs []mete
 	for i := 2; i < len(procs); i++ {
 		r.proxies += perGiB(i)
 		r.proxySwitches += swPerMiB(i)
+		r.procs = append(r.procs, procsOf(b, procs[i]))
 	}
 	return r
+}
+
+// procsOf is a node's GOMAXPROCS, 0 for a floor relay.
+func procsOf(b testing.TB, m meter) int {
+	n, ok := m.(nodeMeter)
+	if !ok {
+		return 0
+	}
+	r, err := n.c.Do(node.Request{Op: "cpu"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r.Procs
 }
 
 // cpuOf reads the CPU seconds and the context switches of each process so far.
@@ -199,7 +395,7 @@ func cpuOf(b testing.TB, procs []meter) (cpu, switches []float64) {
 // proxy node (not for the floor's relays, which are not Go), then one with
 // strace -c -f and one with perf attached to every process of the path.
 func (l *lab) profile(b *testing.B, dir, path string, withTLS bool) {
-	name := path + map[bool]string{false: "-plain", true: "-mtls"}[withTLS]
+	name := l.mode.key + "-" + path + map[bool]string{false: "-plain", true: "-mtls"}[withTLS]
 	roles := []string{"sender", "sink", "source-proxy", "target-proxy"}
 	if path == "floor" {
 		roles[2], roles[3] = "source-relay", "target-relay"
@@ -286,7 +482,7 @@ func (e *env) spawnUpstream(b *testing.B, peer string) [2]*node.Client {
 
 // direct is one TCP connection from the source to the target namespace.
 func (l *lab) direct(b *testing.B, key string, during func() func()) float64 {
-	r, err := l.sinker.Do(node.Request{Op: "sink", Key: key, Network: "tcp", Addr: net.JoinHostPort(l.lab.TargetMig, "0"), Size: benchSize})
+	r, err := l.sinker.Do(node.Request{Op: "sink", Key: key, Network: "tcp", Addr: net.JoinHostPort(l.lab.TargetMig, "0"), Size: benchSize, Kernel: l.mode.kernel})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -294,7 +490,7 @@ func (l *lab) direct(b *testing.B, key string, during func() func()) float64 {
 	if during != nil {
 		end = during()
 	}
-	s, err := l.sender.Do(node.Request{Op: "send", Network: "tcp", Addr: net.JoinHostPort(l.lab.TargetMig, strconv.Itoa(r.Ports["sink"])), Size: benchSize})
+	s, err := l.sender.Do(node.Request{Op: "send", Network: "tcp", Addr: net.JoinHostPort(l.lab.TargetMig, strconv.Itoa(r.Ports["sink"])), Size: benchSize, Kernel: l.mode.kernel})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -310,7 +506,7 @@ func (l *lab) proxied(b *testing.B, src, dst *node.Client, key string, during fu
 	}
 	defer os.RemoveAll(dir)
 	sinkPath := filepath.Join(dir, key+"-49152")
-	if _, err := l.sinker.Do(node.Request{Op: "sink", Key: key, Network: "unix", Addr: sinkPath, Size: benchSize}); err != nil {
+	if _, err := l.sinker.Do(node.Request{Op: "sink", Key: key, Network: "unix", Addr: sinkPath, Size: benchSize, Kernel: l.mode.kernel}); err != nil {
 		b.Fatal(err)
 	}
 	r, err := dst.Do(node.Request{Op: "start-target", Key: key, Sockets: []string{sinkPath}})
@@ -330,7 +526,7 @@ func (l *lab) proxied(b *testing.B, src, dst *node.Client, key string, during fu
 	if during != nil {
 		end = during()
 	}
-	s, err := l.sender.Do(node.Request{Op: "send", Network: "unix", Addr: sr.Files[0], Size: benchSize})
+	s, err := l.sender.Do(node.Request{Op: "send", Network: "unix", Addr: sr.Files[0], Size: benchSize, Kernel: l.mode.kernel})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -372,6 +568,8 @@ type qemuRun struct {
 	totalMs, downtimeMs float64
 	transferred         int64
 	qemuCPU, proxyCPU   float64
+	proxySwitches       float64 // context switches of both proxies or relays
+	procs               []int   // the proxies' GOMAXPROCS (0: C relay)
 }
 
 func (r qemuRun) gib() float64 { return float64(r.transferred) / (1 << 30) }
@@ -409,10 +607,10 @@ func BenchmarkQEMUMigration(b *testing.B) {
 			b.Fatal(err)
 		}
 		loadLine("qemu bench start")
-		for _, mfd := range []int{0, 4} {
+		for _, mfd := range qemuBenchChannels(b) {
 			runs := map[string]qemuRuns{}
 			failed := map[string][]string{}
-			for r := 0; r < qemuBenchRuns; r++ {
+			for r := 0; r < qemuBenchRuns(b); r++ {
 				for _, path := range []string{"direct", "floor", "patched", "upstream"} {
 					run, err := e.qemuOnce(b, a, path, up, mfd, fmt.Sprintf("vmi-bench-%s-%d-%d", path, mfd, r))
 					if err != nil {
@@ -459,13 +657,70 @@ func BenchmarkQEMUMigration(b *testing.B) {
 				}
 				qemuLine(b, mode, name, r, direct, failed[path], goal)
 			}
+			qemuGoals(b, mode, runs["patched"], runs["upstream"], failed["upstream"])
 		}
 		loadLine("qemu bench end")
 	}
 }
 
-// qemuBenchRuns is how many migrations of each path and mode the QEMU bench runs.
-const qemuBenchRuns = 3
+// qemuGoals prints the patched pair's QEMU goals against upstream's pair of the
+// same run: not slower (median total time; with multifd, upstream's failed runs
+// count as slower), and no more proxy CPU per GiB nor context switches per MiB.
+// Guest memory was compared after every migration (qemu.Migrate).
+func qemuGoals(b *testing.B, mode string, pat, up qemuRuns, upFailed []string) {
+	pre := fmt.Sprintf("bench proxy: qemu %s, goals, patched pair", mode)
+	if len(pat) == 0 || len(up) == 0 {
+		fmt.Printf("%s: not judged (patched %d runs, upstream %d runs completed)\n", pre, len(pat), len(up))
+		return
+	}
+	t := func(q qemuRuns) float64 { return median(q.pick(func(x qemuRun) float64 { return x.totalMs })) }
+	cpu := func(q qemuRuns) float64 {
+		return median(q.pick(func(x qemuRun) float64 { return x.proxyCPU / x.gib() }))
+	}
+	sw := func(q qemuRuns) float64 {
+		return median(q.pick(func(x qemuRun) float64 { return x.proxySwitches / float64(x.transferred) * (1 << 20) }))
+	}
+	fmt.Printf("%s: total time <= upstream's: %s (%.2f / %.2f s = %.2fx; upstream failed %d of %d; guest memory intact in every run)\n",
+		pre, verdict(t(pat) <= t(up)), t(pat)/1000, t(up)/1000, t(pat)/t(up), len(upFailed), len(upFailed)+len(up))
+	fmt.Printf("%s: proxies' CPU per GiB <= upstream's: %s (%.3f / %.3f s = %.2fx)\n", pre, verdict(cpu(pat) <= cpu(up)), cpu(pat), cpu(up), cpu(pat)/cpu(up))
+	fmt.Printf("%s: proxies' context switches per MiB <= upstream's: %s (%.1f / %.1f = %.2fx)\n", pre, verdict(sw(pat) <= sw(up)), sw(pat), sw(up), sw(pat)/sw(up))
+	b.ReportMetric(t(pat)/t(up), strings.ReplaceAll(mode, " ", "-")+"-qemu-patched/upstream")
+}
+
+// EnvQEMURuns is how many migrations of each path and mode the QEMU bench runs
+// (default 3); EnvQEMUChannels which multifd channel counts it runs (comma list,
+// 0 = single stream; default "0,4").
+const (
+	EnvQEMURuns     = "MIGRANET_VP_BENCH_QEMU_RUNS"
+	EnvQEMUChannels = "MIGRANET_VP_BENCH_QEMU_CHANNELS"
+)
+
+func qemuBenchRuns(b *testing.B) int {
+	n, err := strconv.Atoi(os.Getenv(EnvQEMURuns))
+	if os.Getenv(EnvQEMURuns) == "" {
+		return 3
+	}
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive number", EnvQEMURuns, os.Getenv(EnvQEMURuns))
+	}
+	return n
+}
+
+func qemuBenchChannels(b *testing.B) []int {
+	s := os.Getenv(EnvQEMUChannels)
+	if s == "" {
+		return []int{0, 4}
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 || n == 1 {
+			b.Fatalf("%s=%q: want channel counts (0 = single stream, or >= 2)", EnvQEMUChannels, s)
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 // qemuOnce migrates a fresh pair of guests a over path ("direct", "patched",
 // "upstream") and reads the CPU times around it.
@@ -514,7 +769,7 @@ func (e *env) qemuOnce(b *testing.B, a *qemu.Assets, path string, up [2]*node.Cl
 	}
 	defer src.Kill()
 	defer dst.Kill()
-	read := func() (q, p float64) {
+	read := func() (q, p, sw float64) {
 		for _, vm := range []*qemu.VM{src, dst} {
 			c, err := qemu.MigrationCPU(vm.PID())
 			if err != nil {
@@ -522,15 +777,20 @@ func (e *env) qemuOnce(b *testing.B, a *qemu.Assets, path string, up [2]*node.Cl
 			}
 			q += c
 		}
-		cpu, _ := cpuOf(b, proxies)
-		for _, c := range cpu {
+		cpu, switches := cpuOf(b, proxies)
+		for i, c := range cpu {
 			p += c
+			sw += switches[i]
 		}
-		return q, p
+		return q, p, sw
 	}
-	q0, p0 := read()
-	var q1, p1 float64
-	o.Landed = func() { q1, p1 = read() }
+	var procs []int
+	for _, m := range proxies {
+		procs = append(procs, procsOf(b, m))
+	}
+	q0, p0, s0 := read()
+	var q1, p1, s1 float64
+	o.Landed = func() { q1, p1, s1 = read() }
 	info, _, err := qemu.Migrate(src.QMP, dst.QMP, uri, o)
 	if err != nil {
 		return qemuRun{}, fmt.Errorf("%v (%s, %d bytes)", err, info.Status, info.RAM.Transferred)
@@ -539,7 +799,7 @@ func (e *env) qemuOnce(b *testing.B, a *qemu.Assets, path string, up [2]*node.Cl
 		b.Fatalf("%s: dirty-sync-count %d: pre-copy did not iterate", key, info.RAM.DirtySyncCount)
 	}
 	return qemuRun{totalMs: float64(info.TotalTime), downtimeMs: float64(info.Downtime), transferred: info.RAM.Transferred,
-		qemuCPU: q1 - q0, proxyCPU: p1 - p0}, nil
+		qemuCPU: q1 - q0, proxyCPU: p1 - p0, proxySwitches: s1 - s0, procs: procs}, nil
 }
 
 // qemuLine prints one path of the QEMU bench: total time, downtime and bytes
@@ -564,10 +824,14 @@ func qemuLine(b *testing.B, mode, path string, r, direct qemuRuns, failed []stri
 		if ratio != "" {
 			s += "; " + ratio
 		}
-		s += fmt.Sprintf("; CPU per GiB: QEMU %.2f s, proxies %.2f s, whole path %.2f s = %.2fx direct's",
+		s += fmt.Sprintf("; CPU per GiB: QEMU %.2f s, proxies %.3f s, whole path %.2f s = %.2fx direct's; proxies' context switches %.1f/MiB",
 			median(r.pick(perGiB(func(x qemuRun) float64 { return x.qemuCPU }))),
 			median(r.pick(perGiB(func(x qemuRun) float64 { return x.proxyCPU }))),
-			pathCPU(r), pathCPU(r)/pathCPU(direct))
+			pathCPU(r), pathCPU(r)/pathCPU(direct),
+			median(r.pick(func(x qemuRun) float64 { return x.proxySwitches / float64(x.transferred) * (1 << 20) })))
+		if len(r[0].procs) > 0 {
+			s += fmt.Sprintf(", GOMAXPROCS %v", r[0].procs)
+		}
 	}
 	if len(failed) > 0 {
 		s += fmt.Sprintf("; %d of %d runs FAILED (first: %s)", len(failed), len(failed)+len(r), failed[0])
@@ -575,42 +839,27 @@ func qemuLine(b *testing.B, mode, path string, r, direct qemuRuns, failed []stri
 	fmt.Println(s)
 }
 
-// line prints one throughput measure: GiB/s (median, then min/median/max of
-// the rounds), its ratios, and its CPU cost per GiB against the direct path's.
-func line(b *testing.B, what string, r, direct rounds, ratios string) {
-	b.Helper()
+// line prints one throughput measure, primary figures first: the proxies' (or
+// relays') CPU seconds per GiB and context switches per MiB with their
+// GOMAXPROCS, then GiB/s (median, then min/median/max of the rounds) and the
+// ratios against direct and the floor (when given), then the whole path's CPU.
+func line(what string, r, direct, floor rounds) {
+	s := fmt.Sprintf("%s, 2 GiB: ", what)
+	if direct != nil {
+		s += fmt.Sprintf("proxies CPU %.3f s/GiB, context switches %.1f/MiB, GOMAXPROCS %s; ", r.proxyCPU(), r.proxySwitches(), r.procs())
+	}
 	g := r.pick(func(x round) float64 { return x.gibps })
-	s := fmt.Sprintf("bench proxy: %s, 2 GiB: median %.2f GiB/s (min/median/max %s)", what, median(g), minMedMax(g, "%.2f"))
-	if ratios != "" {
-		s += "; " + ratios
+	s += fmt.Sprintf("median %.2f GiB/s (min/median/max %s)", median(g), minMedMax(g, "%.2f"))
+	if direct != nil {
+		s += fmt.Sprintf(" = %.2fx direct", r.gibps()/direct.gibps())
 	}
-	s += fmt.Sprintf("; CPU per GiB: proxies %.2f s, whole path %.2f s = %.2fx direct's %.2f s; context switches per MiB: proxies %.1f, endpoints %.1f",
-		r.proxyCPU(), r.pathCPU(), r.pathCPU()/direct.pathCPU(), direct.pathCPU(),
-		median(r.pick(func(x round) float64 { return x.proxySwitches })), median(r.pick(func(x round) float64 { return x.endpointSwitches })))
+	if floor != nil {
+		s += fmt.Sprintf(", %.2fx the floor; proxies CPU %.2fx the floor's, switches %.2fx", r.gibps()/floor.gibps(),
+			r.proxyCPU()/floor.proxyCPU(), r.proxySwitches()/floor.proxySwitches())
+	}
+	s += fmt.Sprintf("; whole path CPU %.3f s/GiB, endpoints' context switches %.1f/MiB",
+		r.pathCPU(), median(r.pick(func(x round) float64 { return x.endpointSwitches })))
 	fmt.Println(s)
-}
-
-// floorLine prints the floor's arithmetic: what the cheapest relay pair reaches
-// against direct TCP bounds what any proxy pair can reach on this machine, so a
-// goal above it is out of reach for every implementation. The CPU bound says the
-// same without the runs' noise: on N cores a path costing C CPU seconds per GiB
-// moves at most N/C GiB/s.
-func floorLine(direct, floor, patched, upstream rounds) {
-	d, f, p, u := direct.gibps(), floor.gibps(), patched.gibps(), upstream.gibps()
-	reach := func(goal, limit float64) string {
-		if goal <= limit {
-			return fmt.Sprintf("within the floor's %.2fx", limit)
-		}
-		return fmt.Sprintf("above the floor's %.2fx: no relay pair reaches it here", limit)
-	}
-	n := float64(runtime.NumCPU())
-	fmt.Printf("bench proxy: plain floor arithmetic: the floor pair moves %.2f GiB/s = %.2fx direct, so goal 0.8x direct is %s; "+
-		"the floor pair is %.2fx upstream's, so goal patched >= 1.3x upstream is %s; patched is %.2fx the floor, upstream %.2fx. "+
-		"CPU bound on %.0f cores (at most cores / CPU per GiB): direct path %.2f s/GiB <= %.2f GiB/s, floor path %.2f s/GiB <= %.2f GiB/s "+
-		"(relays %.2f s), patched path %.2f s/GiB <= %.2f GiB/s (proxies %.2f s); 0.8x direct (%.2f GiB/s) needs a path of at most %.2f s/GiB\n",
-		f, f/d, reach(0.8, f/d), f/u, reach(1.3, f/u), p/f, u/f,
-		n, direct.pathCPU(), n/direct.pathCPU(), floor.pathCPU(), n/floor.pathCPU(), floor.proxyCPU(),
-		patched.pathCPU(), n/patched.pathCPU(), patched.proxyCPU(), 0.8*d, n/(0.8*d))
 }
 
 // loadLine prints the machine's load average (the bench's numbers are only
@@ -627,15 +876,6 @@ func minMedMax(v []float64, f string) string {
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
 	return fmt.Sprintf(f+" / "+f+" / "+f, s[0], median(s), s[len(s)-1])
-}
-
-// ratio formats a/base; with a goal it says whether a >= goal × base.
-func ratio(a, base float64, baseName string, goal float64, hasGoal bool) string {
-	s := fmt.Sprintf("%.2fx %s", a/base, baseName)
-	if hasGoal {
-		s += fmt.Sprintf(" (goal >= %.1fx: %s)", goal, verdict(a/base >= goal))
-	}
-	return s
 }
 
 func verdict(ok bool) string {
@@ -655,12 +895,4 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func list(v []float64, f string) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = fmt.Sprintf(f, x)
-	}
-	return strings.Join(parts, " ")
 }

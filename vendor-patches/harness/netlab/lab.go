@@ -96,6 +96,36 @@ func (l *Lab) build(id string) error {
 			return fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, out)
 		}
 	}
+	return l.staticNeighbours()
+}
+
+// staticNeighbours enters each peer's address as a permanent neighbour on both
+// links. The kernel has one neighbour table for every namespace together
+// (gc_thresh3, 1024 entries by default): with other namespaces on the machine
+// filling it, ARP resolution fails with "neighbor table overflow" and the lab's
+// links carry nothing. Permanent entries are exempt from that limit.
+func (l *Lab) staticNeighbours() error {
+	for _, n := range []struct{ ns, dev, peerNS, peerDev, peerIP string }{
+		{l.Source, l.SourceMgmtDev, l.Target, l.TargetMgmtDev, l.TargetMgmt},
+		{l.Target, l.TargetMgmtDev, l.Source, l.SourceMgmtDev, l.SourceMgmt},
+		{l.Source, l.SourceMigDev, l.Target, l.TargetMigDev, l.TargetMig},
+		{l.Target, l.TargetMigDev, l.Source, l.SourceMigDev, l.SourceMig},
+	} {
+		out, err := exec.Command("ip", "-n", n.peerNS, "-j", "link", "show", "dev", n.peerDev).Output()
+		if err != nil {
+			return fmt.Errorf("ip -n %s link show dev %s: %w", n.peerNS, n.peerDev, err)
+		}
+		var links []struct {
+			Address string `json:"address"`
+		}
+		if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 || links[0].Address == "" {
+			return fmt.Errorf("ip -j link show dev %s: %q: %v", n.peerDev, out, err)
+		}
+		s := []string{"-n", n.ns, "neigh", "replace", n.peerIP, "lladdr", links[0].Address, "dev", n.dev, "nud", "permanent"}
+		if out, err := ip(s...); err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
 	return nil
 }
 

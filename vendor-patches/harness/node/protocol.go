@@ -18,6 +18,11 @@ type Request struct {
 	// Network ("tcp" or "unix") and Size of a "sink" or "send" stream.
 	Network string `json:"network,omitempty"`
 	Size    int64  `json:"size,omitempty"`
+	// Kernel makes a "sink" or "send" stream a near-free one: spliced in the
+	// kernel from a vmspliced buffer, or into /dev/null (kernel.go).
+	Kernel bool `json:"kernel,omitempty"`
+	// Procs is what "procs" sets GOMAXPROCS to; 0 restores the runtime's default.
+	Procs int `json:"procs,omitempty"`
 	// Path is where "pprof-start" writes the node's CPU profile.
 	Path string `json:"path,omitempty"`
 }
@@ -49,6 +54,8 @@ type Response struct {
 	// Switches is the node process's context switches so far (voluntary and
 	// involuntary, all threads).
 	Switches int64 `json:"switches,omitempty"`
+	// Procs is the node's GOMAXPROCS ("cpu", "procs").
+	Procs int `json:"procs,omitempty"`
 	// UserBytes ("io") is what the node process has moved through read- and
 	// write-type system calls so far (rchar + wchar of /proc/self/io): bytes
 	// spliced from socket to socket are not in it.

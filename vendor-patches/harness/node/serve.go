@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -123,6 +124,17 @@ func (s *server) handle(req *Request, resp *Response) error {
 		resp.CPU = ru.Utime.Nano() + ru.Stime.Nano()
 		resp.Switches = ru.Nvcsw + ru.Nivcsw
 		resp.PID = os.Getpid()
+		resp.Procs = runtime.GOMAXPROCS(0)
+	case "procs":
+		// The bench's modes: a node confined to one CPU would get one P (Go
+		// sizes GOMAXPROCS from the affinity mask and follows it), so the
+		// bench sets the P count of a node with cores to spare explicitly.
+		if req.Procs > 0 {
+			runtime.GOMAXPROCS(req.Procs)
+		} else {
+			runtime.SetDefaultGOMAXPROCS()
+		}
+		resp.Procs = runtime.GOMAXPROCS(0)
 	case "io":
 		n, err := kvproxy.UserSpaceBytes()
 		if err != nil {

@@ -66,12 +66,13 @@ func (s *streams) startSink(req *Request, resp *Response) error {
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
 		resp.Ports = map[string]int{"sink": a.Port}
 	}
-	go k.run(ln, req.Size)
+	go k.run(ln, req.Size, req.Kernel)
 	return nil
 }
 
-// run accepts one connection (within 60 s) and reads until size bytes arrived.
-func (k *sink) run(ln net.Listener, size int64) {
+// run accepts one connection (within 60 s) and reads until size bytes arrived;
+// kernel: discarding them in the kernel (kernelSink).
+func (k *sink) run(ln net.Listener, size int64, kernel bool) {
 	defer close(k.done)
 	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
 		_ = d.SetDeadline(time.Now().Add(60 * time.Second))
@@ -83,6 +84,11 @@ func (k *sink) run(ln net.Listener, size int64) {
 		return
 	}
 	defer c.Close()
+	if kernel {
+		k.received, k.err = kernelSink(c, size)
+		k.end = time.Now()
+		return
+	}
 	_ = c.SetReadDeadline(time.Now().Add(120 * time.Second))
 	buf := make([]byte, streamBuffer)
 	for k.received < size {
@@ -121,8 +127,9 @@ func (s *streams) waitSink(req *Request, resp *Response) error {
 	return nil
 }
 
-// send dials Network/Addr and writes Size random bytes in the background; the
-// answer carries the wall-clock time just before the dial.
+// send dials Network/Addr and writes Size random bytes in the background
+// (Kernel: without copying them, kernelSend); the answer carries the wall-clock
+// time just before the dial.
 func (s *streams) send(req *Request, resp *Response) error {
 	if req.Size <= 0 {
 		return errors.New("send: size must be positive")
@@ -137,6 +144,13 @@ func (s *streams) send(req *Request, resp *Response) error {
 		return err
 	}
 	resp.Start = start.UnixNano()
+	if req.Kernel {
+		go func() {
+			defer c.Close()
+			_ = kernelSend(c, buf, req.Size) // the sink reports the shortfall
+		}()
+		return nil
+	}
 	go func() {
 		defer c.Close()
 		_ = c.SetWriteDeadline(time.Now().Add(120 * time.Second))
