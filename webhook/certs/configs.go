@@ -15,6 +15,8 @@ import (
 // one, read from its informer's cache.
 type webhookConfig struct {
 	kind, name string
+	// optional: its absence is no problem (nothing to inject).
+	optional bool
 	// bundles returns the CA bundle of each of its webhooks as the cache holds them.
 	bundles func() ([][]byte, error)
 	// update writes bundle into every webhook of a copy of the cached configuration, in one Update.

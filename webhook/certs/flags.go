@@ -22,9 +22,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	if o.WebhookConfigurations == nil {
 		o.WebhookConfigurations = []string{DefaultWebhookConfiguration}
 	}
-	if o.MutatingWebhookConfigurations == nil {
-		o.MutatingWebhookConfigurations = []string{DefaultWebhookConfiguration}
-	}
 	fs.StringVar(&o.SecretName, "cert-secret", o.SecretName,
 		"Secret (in --namespace) holding the webhook serving certificate; when set it is served from memory through a watch on the Secret, instead of from --cert-dir")
 	fs.BoolVar(&o.Rotate, "cert-rotation", o.Rotate,
@@ -32,8 +29,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ServiceName, "webhook-service", o.ServiceName, "Service of the webhook server, named by the serving certificate (built-in issuer)")
 	fs.Var(&listFlag{&o.WebhookConfigurations, true}, "webhook-configuration",
 		"ValidatingWebhookConfiguration(s) to inject the CA bundle into, comma-separated (built-in issuer)")
-	fs.Var(&listFlag{&o.MutatingWebhookConfigurations, true}, "mutating-webhook-configuration",
-		"MutatingWebhookConfiguration(s) to inject the CA bundle into, comma-separated (built-in issuer)")
+	fs.Var(&listFlag{&o.MutatingWebhookConfigurations, false}, "mutating-webhook-configuration",
+		"MutatingWebhookConfiguration(s) to inject the CA bundle into, comma-separated (built-in issuer; default: the names of --webhook-configuration, each injected when it exists)")
 	fs.Var(&listFlag{&o.ExtraSANs, false}, "cert-extra-sans", "further DNS names or IP addresses of the serving certificate, comma-separated (built-in issuer)")
 	fs.DurationVar(&o.CertValidity, "cert-validity", DefaultCertValidity, "lifetime of a new serving certificate (built-in issuer)")
 	fs.DurationVar(&o.CAValidity, "ca-validity", DefaultCAValidity, "lifetime of a new CA, at least three times --cert-validity (built-in issuer)")

@@ -18,7 +18,9 @@ func (r *Rotator) inject(ctx context.Context, bundle []byte) ([]string, error) {
 	for _, c := range r.configs {
 		bundles, err := c.bundles()
 		if apierrors.IsNotFound(err) {
-			missing = append(missing, fmt.Sprintf("%s %s not found", c.kind, c.name))
+			if !c.optional {
+				missing = append(missing, fmt.Sprintf("%s %s not found", c.kind, c.name))
+			}
 			continue
 		} else if err != nil {
 			return nil, err

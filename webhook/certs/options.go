@@ -36,8 +36,12 @@ type Options struct {
 	// WebhookConfigurations are the ValidatingWebhookConfigurations that receive the CA bundle
 	// (built-in issuer only).
 	WebhookConfigurations []string
-	// MutatingWebhookConfigurations are the MutatingWebhookConfigurations that receive it too.
+	// MutatingWebhookConfigurations are the MutatingWebhookConfigurations that receive it too;
+	// nil: those named as WebhookConfigurations, each injected when it exists (MutatingOptional).
 	MutatingWebhookConfigurations []string
+	// MutatingOptional: a missing MutatingWebhookConfiguration is no problem (set by WithDefaults
+	// when it fills MutatingWebhookConfigurations).
+	MutatingOptional bool
 	// Rotate makes migranet the issuer: it generates and renews the CA and the serving
 	// certificate and injects the bundle. Without it the Secret is only read (cert-manager).
 	Rotate bool
@@ -69,6 +73,11 @@ func (o Options) WithDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MutatingWebhookConfigurations == nil {
+		// An install names its two configurations alike (migranet); one without the mutating
+		// one (an older install) has nothing to inject there.
+		o.MutatingWebhookConfigurations, o.MutatingOptional = slices.Clone(o.WebhookConfigurations), true
 	}
 	return o
 }

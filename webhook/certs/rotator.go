@@ -162,19 +162,21 @@ func (r *Rotator) startInformers(ctx context.Context) ([]cache.InformerSynced, e
 	r.configs = nil
 	if r.opts.Rotate {
 		type watched struct {
-			name   string
-			config func(informers.SharedInformerFactory, string) (webhookConfig, cache.SharedIndexInformer)
+			name     string
+			config   func(informers.SharedInformerFactory, string) (webhookConfig, cache.SharedIndexInformer)
+			optional bool
 		}
 		var all []watched
 		for _, name := range r.opts.WebhookConfigurations {
-			all = append(all, watched{name, r.validatingConfig})
+			all = append(all, watched{name, r.validatingConfig, false})
 		}
 		for _, name := range r.opts.MutatingWebhookConfigurations {
-			all = append(all, watched{name, r.mutatingConfig})
+			all = append(all, watched{name, r.mutatingConfig, r.opts.MutatingOptional})
 		}
 		for _, w := range all {
 			f := informers.NewSharedInformerFactoryWithOptions(r.client, 0, informers.WithTweakListOptions(byName(w.name)))
 			c, inf := w.config(f, w.name)
+			c.optional = w.optional
 			if err := inf.SetWatchErrorHandler(onWatchError(c.kind + " " + w.name)); err != nil {
 				return nil, err
 			}

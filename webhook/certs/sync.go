@@ -123,6 +123,9 @@ func (r *Rotator) publishedFor(now time.Time, bundle []byte) time.Duration {
 	everywhere := len(bundle) > 0
 	for _, c := range r.configs {
 		bundles, err := c.bundles()
+		if c.optional && apierrors.IsNotFound(err) {
+			continue
+		}
 		if err != nil || !carries(bundles, bundle) {
 			everywhere = false
 		}
