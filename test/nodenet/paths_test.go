@@ -2,6 +2,7 @@ package nodenet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -27,11 +28,20 @@ func (l *lab) agentOn(t *testing.T, sb nodenet.NS, uid string, addr netip.Addr, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pause.Stop(); nodenet.RemoveCgroups(root, l.fabric.Prefix) })
-	pid, err := probe.PodProcess("/proc", uid)
-	if err != nil {
-		t.Fatal(err)
+	// Once in a CI run the IPv6 pod's migration0 was not found 0.19 s after the sandbox was made
+	// (not reproduced in later runs): the agent itself retries each round, so the lab gives the
+	// pod's process and interface a few seconds, as one round would.
+	var opened probe.Opened
+	for try := 0; ; try++ {
+		var pid int
+		if pid, err = probe.PodProcess("/proc", uid); err == nil {
+			opened, err = probe.OpenIn(fmt.Sprintf("/proc/%d/ns/net", pid), "migration0", addr, 4797)
+		}
+		if err == nil || try == 30 || !(errors.Is(err, probe.ErrNoInterface) || errors.Is(err, probe.ErrNoProcess)) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	opened, err := probe.OpenIn(fmt.Sprintf("/proc/%d/ns/net", pid), "migration0", addr, 4797)
 	if err != nil {
 		t.Fatal(err)
 	}
