@@ -68,6 +68,9 @@ type Prober struct {
 	stop    chan struct{}
 	// Removed counts the neighbour entries removed.
 	Removed atomic.Uint64
+	// Swept is when the last sweep of the neighbour entries ended (Unix nanoseconds; 0 before the
+	// first, and without RemoveNeighbours): what a caller waits on to read the entries settled.
+	Swept atomic.Int64
 }
 
 // touch is one peer address whose neighbour entry the prober used: when last, and how many of
@@ -298,6 +301,7 @@ func (p *Prober) sweep(stop chan struct{}, tick time.Duration) {
 			}
 			p.Removed.Add(1)
 		}
+		p.Swept.Store(time.Now().UnixNano())
 	}
 }
 

@@ -102,51 +102,48 @@ func emptySecret(ctx context.Context, ns, name string) {
 	})).To(Succeed())
 }
 
+// configMapWebhook is webhook i of webhookConfiguration: ConfigMap creation in target, sent to
+// url, failurePolicy Fail, no CA bundle.
+func configMapWebhook(i int, target, url string) admissionregistrationv1.ValidatingWebhook {
+	none, fail, timeout := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail, int32(5)
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:         fmt.Sprintf("r%d.certs.migranet.io", i),
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+		}},
+		NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: target}},
+		SideEffects:             &none,
+		FailurePolicy:           &fail,
+		TimeoutSeconds:          &timeout,
+		AdmissionReviewVersions: []string{"v1"},
+	}
+}
+
 // webhookConfiguration registers one webhook per URL for ConfigMap creation in target, with no
 // CA bundle, and deletes it afterwards.
 func webhookConfiguration(ctx context.Context, name, target string, urls ...string) {
 	GinkgoHelper()
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	none, fail, timeout := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Fail, int32(5)
 	for i, url := range urls {
-		cfg.Webhooks = append(cfg.Webhooks, admissionregistrationv1.ValidatingWebhook{
-			Name:         fmt.Sprintf("r%d.certs.migranet.io", i),
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: target}},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-		})
+		cfg.Webhooks = append(cfg.Webhooks, configMapWebhook(i, target, url))
 	}
 	Expect(cl.Client.Create(ctx, cfg)).To(Succeed())
 	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, cfg))).To(Succeed()) })
 }
 
-// mutatingConfiguration registers one mutating webhook at url for ConfigMap creation in target
-// (failurePolicy Ignore), with no CA bundle, and deletes it afterwards; it returns a reader of the
-// bundle it carries.
+// mutatingConfiguration registers, as a mutating webhook, the first webhook webhookConfiguration
+// would register at url (failurePolicy Ignore), with no CA bundle, and deletes it afterwards; it
+// returns a reader of the bundle it carries.
 func mutatingConfiguration(ctx context.Context, name, target, url string) func(context.Context) ([]byte, error) {
 	GinkgoHelper()
-	none, ignore, timeout := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore, int32(5)
+	v := configMapWebhook(0, target, url)
+	ignore := admissionregistrationv1.Ignore
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:         "m.certs.migranet.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-			}},
-			NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: target}},
-			SideEffects:             &none,
-			FailurePolicy:           &ignore,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-		}}}
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: v.Name, ClientConfig: v.ClientConfig, Rules: v.Rules,
+			NamespaceSelector: v.NamespaceSelector, SideEffects: v.SideEffects, FailurePolicy: &ignore,
+			TimeoutSeconds: v.TimeoutSeconds, AdmissionReviewVersions: v.AdmissionReviewVersions}}}
 	Expect(cl.Client.Create(ctx, cfg)).To(Succeed())
 	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, cfg))).To(Succeed()) })
 	return func(ctx context.Context) ([]byte, error) {

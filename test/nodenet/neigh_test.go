@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -390,6 +389,23 @@ func arpRequests(ctx context.Context, n nodenet.NS) (func() int, error) {
 	}, nil
 }
 
+// settled waits, when p removes its neighbour entries, until a sweep has ended a grace (twice
+// DefaultNeighbourGrace) after since: the entries idle since then have had their chance to go.
+// Without removal nothing changes after a round, and it returns at once.
+func settled(t testing.TB, p *probe.Prober, since time.Time) {
+	t.Helper()
+	if p.Swept.Load() == 0 {
+		return
+	}
+	want := since.Add(2 * probe.DefaultNeighbourGrace).UnixNano()
+	for deadline := time.Now().Add(10 * time.Second); p.Swept.Load() < want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no sweep of the neighbour entries ended within 10 s")
+		}
+		<-time.After(10 * time.Millisecond)
+	}
+}
+
 // agentRound runs sandbox 0's round over sandboxes 1…peers, spread over spread, while each of
 // them checks sandbox 0 once at a random moment of it; it samples sandbox 0's entries every
 // 10 ms and returns the most seen, the count a grace after the round, the failed checks and the
@@ -424,7 +440,9 @@ func agentRound(t testing.TB, m *nodenet.Mesh, ps []*probe.Prober, peers int, sp
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(rand.N(spread))
+			// Each peer checks the agent once, at its own moment of the round (evenly spread, as
+			// the peers' own rounds would be): a schedule, not a wait.
+			<-time.After(time.Duration(j-1) * spread / time.Duration(peers))
 			if r := ps[j].Check(ctx, agent); r.Reason != "" {
 				mu.Lock()
 				failed++
@@ -440,7 +458,7 @@ func agentRound(t testing.TB, m *nodenet.Mesh, ps []*probe.Prober, peers int, sp
 	wg.Wait()
 	close(done)
 	samples.Wait()
-	time.Sleep(2 * probe.DefaultNeighbourGrace)
+	settled(t, ps[0], time.Now())
 	held, err := ps[0].Neighbours()
 	if err != nil {
 		t.Fatal(err)
@@ -474,10 +492,15 @@ func TestAgentNeighbourEntriesIPv6(t *testing.T) {
 	}
 	ps[0].RemoveNeighbours(probe.DefaultNeighbourGrace)
 	_, end, failed, removed := agentRound(t, m, ps, peers, 500*time.Millisecond)
-	time.Sleep(2 * probe.DefaultNeighbourGrace)
-	held, err := ps[0].Neighbours()
-	if err != nil {
-		t.Fatal(err)
+	var held []netip.Addr
+	for deadline := time.Now().Add(5 * time.Second); ; { // until the sweeps removed every entry
+		if held, err = ps[0].Neighbours(); err != nil {
+			t.Fatal(err)
+		}
+		if len(held) == 0 || time.Now().After(deadline) {
+			break
+		}
+		settled(t, ps[0], time.Now())
 	}
 	t.Logf("IPv6, %d peers, removed: %d after the round, then %d; %d removals", peers, end, len(held), removed)
 	if failed != 0 || len(held) != 0 || removed < peers {
