@@ -87,28 +87,23 @@ func GatherSteer(ctx context.Context, st State, pod *corev1.Pod) (in *CreateInpu
 	if vmiName == "" {
 		return nil, "no " + kubevirtv1.DomainAnnotation + " annotation names its VMI", nil
 	}
-	uid := pod.Labels[kubevirtv1.MigrationJobLabel]
-	migrations, err := st.MigrationsOf(ctx, pod.Namespace, vmiName)
-	if err != nil {
-		return nil, "", err
-	}
-	var vmim *kubevirtv1.VirtualMachineInstanceMigration
-	for _, m := range migrations {
-		if string(m.UID) == uid {
-			vmim = m
-		}
-	}
-	if vmim == nil {
-		// Not in the cache yet: the pod carries what the migration added (its node selector).
-		vmim = &kubevirtv1.VirtualMachineInstanceMigration{}
-		vmim.Namespace, vmim.Name, vmim.UID, vmim.Spec.VMIName = pod.Namespace, pod.Annotations[kubevirtv1.MigrationJobNameAnnotation], types.UID(uid), vmiName
-	}
-	if vmim.Spec.Receive != nil && vmim.Spec.SendTo == nil {
-		return nil, "a decentralized migration's target (its source is outside the probed network)", nil
-	}
+	// The migration as the pod names it; the cached one, when there, replaces it (GatherCreate
+	// reads the VMI's migrations anyway). Not in the cache yet, the pod carries what the
+	// migration added (its node selector).
+	vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
+	vmim.Namespace, vmim.Name, vmim.UID, vmim.Spec.VMIName = pod.Namespace, pod.Annotations[kubevirtv1.MigrationJobNameAnnotation],
+		types.UID(pod.Labels[kubevirtv1.MigrationJobLabel]), vmiName
 	in, err = GatherCreate(ctx, st, vmim, "") // no user: see Steer
 	if err != nil {
 		return nil, "", err
+	}
+	for _, m := range in.OtherMigrations {
+		if m.UID == vmim.UID {
+			in.VMIM = m
+		}
+	}
+	if in.VMIM.Spec.Receive != nil && in.VMIM.Spec.SendTo == nil {
+		return nil, "a decentralized migration's target (its source is outside the probed network)", nil
 	}
 	if in.VMI == nil || in.VMI.Status.NodeName == "" {
 		return nil, "its VMI " + pod.Namespace + "/" + vmiName + " is not known to run on a node", nil
