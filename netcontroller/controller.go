@@ -19,7 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -34,7 +35,7 @@ const (
 	ReasonLowCapacity      = "LowCapacity"
 	// ReasonStatusWriteFailed is the Warning event recorded when the API server refuses or fails
 	// the status write: the status then shows an earlier observation.
-	ReasonStatusWriteFailed = status.ReasonWriteFailed
+	ReasonStatusWriteFailed = statuswrite.ReasonWriteFailed
 )
 
 // Controller observes the migration network (see the package documentation).
@@ -112,10 +113,10 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	conds, fields, capacity := statusOf(snap, m, obs)
 	r.Metrics.observed(snap, capacity)
 	r.recordTransitions(s, conds)
-	err = status.ApplyStatus(ctx, r.Client, s, status.FieldManagerNetwork, conds, fields)
+	err = statuswrite.ApplyStatus(ctx, r.Client, s, statuswrite.FieldManagerNetwork, conds, fields)
 	r.Metrics.step(StepStatus, err)
 	if err != nil {
-		status.RecordWriteFailure(r.Recorder, s, status.FieldManagerNetwork, err)
+		statuswrite.RecordWriteFailure(r.Recorder, s, statuswrite.FieldManagerNetwork, err)
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, errors.Join(poolErr, r.cleanOnce(ctx, snap, in))
@@ -187,7 +188,7 @@ func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v
 	for i := range pods.Items {
 		in.Pods = append(in.Pods, &pods.Items[i])
 	}
-	kv, err := settings.KubeVirtCR(ctx, c, kubevirtNamespace)
+	kv, err := clusterread.KubeVirtCR(ctx, c, kubevirtNamespace)
 	if err != nil {
 		return in, nil, eff, err
 	}
@@ -236,7 +237,7 @@ func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, 
 // changes only the message and emits nothing.
 func (r *Controller) recordTransitions(s *v1beta1.Setting, conds []metav1.Condition) {
 	for _, c := range conds {
-		if status.ConditionChanged(s.Status.Conditions, c) {
+		if statuswrite.ConditionChanged(s.Status.Conditions, c) {
 			r.Recorder.Event(s, eventType(c), c.Reason, c.Message)
 		}
 	}

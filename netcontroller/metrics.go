@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -36,7 +36,7 @@ var (
 	pathReasons = []string{v1beta1.PathUnreachable, v1beta1.PathOneWay, v1beta1.PathMTU}
 )
 
-// Steps of the network controller, counted in status.MetricReconcileSteps.
+// Steps of the network controller, counted in statuswrite.MetricReconcileSteps.
 const (
 	ControllerName = "netcontroller"
 	StepObserve    = "observe" // reading nodes, virt-handler pods and the KubeVirt CR from the cache
@@ -48,7 +48,7 @@ const (
 // observation. The gauges exist only once an observation was made, so a replica that is not the
 // leader (and observes nothing) exports none of them. A nil *Metrics records nothing.
 type Metrics struct {
-	steps      *status.Metrics
+	steps      *statuswrite.Metrics
 	ready      *prometheus.GaugeVec
 	configured *prometheus.GaugeVec
 	nodes      *prometheus.GaugeVec
@@ -63,7 +63,7 @@ type Metrics struct {
 // NewMetrics creates the collectors and registers them with reg (nil: not registered), reusing
 // any registered before by another instance.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	steps, err := status.NewMetrics(reg)
+	steps, err := statuswrite.NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{&m.exact, MetricAddressesExact, "1 while every " + MetricAddresses + " series holds its count exactly, 0 when one is rounded (above 2^53, as an IPv6 range's usable count is); absent while no migration network is configured.", nil},
 	}
 	for _, g := range gauges {
-		vec, err := status.RegisterOrReuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, g.labels))
+		vec, err := statuswrite.RegisterOrReuse(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, g.labels))
 		if err != nil {
 			return nil, err
 		}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -119,7 +119,7 @@ func TestGaugesAbsentBeforeTheFirstObservation(t *testing.T) {
 	if n := testutil.CollectAndCount(m.ready) + testutil.CollectAndCount(m.nodes); n != 0 {
 		t.Errorf("counting a step created %d gauge series", n)
 	}
-	steps, err := testutil.GatherAndCount(reg, status.MetricReconcileSteps)
+	steps, err := testutil.GatherAndCount(reg, statuswrite.MetricReconcileSteps)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/guard"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -97,7 +97,7 @@ func (o *Offenders) Scan(ctx context.Context, names []string) error {
 		return client.IgnoreNotFound(err)
 	}
 	cond := ExclusiveCondition(o.KubeVirtNamespace, names, pods, vmis)
-	return status.ApplyStatus(ctx, o.Client, s, status.FieldManagerGuard, []metav1.Condition{cond}, nil)
+	return statuswrite.ApplyStatus(ctx, o.Client, s, statuswrite.FieldManagerGuard, []metav1.Condition{cond}, nil)
 }
 
 // ExclusiveCondition says whether only virt-handlers attach the migration NADs names; pods and

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -40,7 +40,7 @@ const (
 	ReasonPathsHealthy = "PathsHealthy"
 )
 
-// Steps of the path status writer, counted in status.MetricReconcileSteps.
+// Steps of the path status writer, counted in statuswrite.MetricReconcileSteps.
 const (
 	PathsControllerName = "paths"
 	// StepPathsStatus writes Healthy and status.paths.
@@ -55,7 +55,7 @@ const DefaultPathsWriteInterval = 10 * time.Second
 const worstNodes = 3
 
 // PathStatus is the leader's path status writer: it owns the vm-migration-network Setting's
-// Healthy condition and status.paths (field manager status.FieldManagerPaths), from the health the
+// Healthy condition and status.paths (field manager statuswrite.FieldManagerPaths), from the health the
 // PathObserver publishes and the attached nodes in status.nodes (so no node or pod is listed per
 // report event). It records an event when Healthy changes status or reason and exports the path
 // gauges.
@@ -118,10 +118,10 @@ func (r *PathStatus) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.Metrics.pathsObserved(&v, r.Observer.LongestRound())
 	conds, fields := []metav1.Condition{v.cond}, map[string]any{"paths": &v.paths}
 	requeue := untilStale(h, now)
-	if !status.WouldChange(s, conds, fields) {
+	if !statuswrite.WouldChange(s, conds, fields) {
 		return reconcile.Result{RequeueAfter: requeue}, nil
 	}
-	transition := status.ConditionChanged(s.Status.Conditions, v.cond)
+	transition := statuswrite.ConditionChanged(s.Status.Conditions, v.cond)
 	if wait := r.wait(now); !transition && wait > 0 {
 		return reconcile.Result{RequeueAfter: minPositive(requeue, wait)}, nil
 	}
@@ -136,13 +136,13 @@ func (r *PathStatus) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // apply writes the path part of the status, unless unchanged, and counts the step.
 func (r *PathStatus) apply(ctx context.Context, s *v1beta1.Setting, conds []metav1.Condition, fields map[string]any, now time.Time) error {
-	if !status.WouldChange(s, conds, fields) {
+	if !statuswrite.WouldChange(s, conds, fields) {
 		return nil
 	}
-	err := status.ApplyStatus(ctx, r.Client, s, status.FieldManagerPaths, conds, fields)
+	err := statuswrite.ApplyStatus(ctx, r.Client, s, statuswrite.FieldManagerPaths, conds, fields)
 	r.Metrics.pathStep(err)
 	if err != nil {
-		status.RecordWriteFailure(r.Recorder, s, status.FieldManagerPaths, err)
+		statuswrite.RecordWriteFailure(r.Recorder, s, statuswrite.FieldManagerPaths, err)
 		return err
 	}
 	r.wrote(now)

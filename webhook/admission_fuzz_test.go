@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
@@ -67,7 +68,7 @@ func (r fuzzReader) List(_ context.Context, list client.ObjectList, _ ...client.
 // fuzzHooks serves every migranet webhook the way the manager does (decoding included), with
 // panics not recovered so that the fuzzer sees them.
 func fuzzHooks(t testing.TB) map[string]http.Handler {
-	scheme, err := settings.NewScheme()
+	scheme, err := clusterread.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

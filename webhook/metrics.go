@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
@@ -89,14 +89,14 @@ type Metrics struct {
 // NewMetrics creates the counter, registers it with reg (nil: not registered), reusing one
 // registered before by another instance, and creates every known series at zero.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	vec, err := status.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	vec, err := statuswrite.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricAdmissionDecisions,
 		Help: "Admission requests decided by migranet's webhooks, by webhook, deciding rule (none when nothing was violated) and result (allowed, denied, warned, error).",
 	}, []string{"webhook", "rule", "result"}))
 	if err != nil {
 		return nil, err
 	}
-	pods, err := status.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	pods, err := statuswrite.RegisterOrReuse(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricTargetPods,
 		Help: "Pod creates the target pod steering webhook answered, by result (steered, no_target, unchanged, not_target, error); not_target stays 0 while the webhook's objectSelector holds.",
 	}, []string{"result"}))

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -64,7 +65,7 @@ func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (
 		v.Metrics.count(WebhookNAD, RuleNone, ResultAllowed)
 		return nil, nil
 	}
-	kv, err := settings.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy)
+	kv, err := clusterread.KubeVirtCR(ctx, v.Reader, v.KubeVirtNamespace, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		v.Metrics.count(WebhookNAD, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
@@ -113,7 +114,7 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 
 // cluster gathers, from the cache, what the cluster-dependent rules look at. The settings
 // controller derives the same Cluster (settings.ClusterOf) to judge a value stored behind the
-// webhook's back. The cluster's own networks (settings.OwnNetworks) are read only for a
+// webhook's back. The cluster's own networks (clusterread.OwnNetworks) are read only for a
 // migration network value; what cannot be read, the range is not checked against, and note says
 // so (a warning).
 func (v *SettingValidator) cluster(ctx context.Context, s *v1beta1.Setting) (cl *settings.Cluster, note string, err error) {
@@ -129,7 +130,7 @@ func (v *SettingValidator) cluster(ctx context.Context, s *v1beta1.Setting) (cl 
 	var pods []settings.PodAddr
 	if s != nil && s.Name == v1beta1.MigrationNetwork && settings.EffectiveValue(s) != "" && v.Reader != nil {
 		var missed string
-		if services, pods, missed = settings.OwnNetworks(ctx, v.Reader, v.APIReader, v.KubeVirtNamespace); missed != "" {
+		if services, pods, missed = clusterread.OwnNetworks(ctx, v.Reader, v.APIReader, v.KubeVirtNamespace); missed != "" {
 			note = "value.range: not checked against " + missed
 		}
 	}

@@ -25,9 +25,9 @@ import (
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	settingscontroller "github.com/migranet/migranet/settings/controller"
-	"github.com/migranet/migranet/settings/guard"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
@@ -178,7 +178,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	}
 	cfg.UserAgent = "migranet"
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
-	scheme, err := settings.NewScheme()
+	scheme, err := clusterread.NewScheme()
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	snapshots := &settings.Store{}
-	settingsMetrics, err1 := status.NewMetrics(ctrlmetrics.Registry)
+	settingsMetrics, err1 := statuswrite.NewMetrics(ctrlmetrics.Registry)
 	netMetrics, err2 := netcontroller.NewMetrics(ctrlmetrics.Registry)
 	webhookMetrics, err3 := webhook.NewMetrics(ctrlmetrics.Registry)
 	if err := errors.Join(err1, err2, err3); err != nil {
@@ -238,9 +238,9 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 			return fmt.Errorf("registering metrics: %w", err)
 		}
 	}
-	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerSettings),
+	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
 		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: settingsMetrics,
-		Guard: &guard.Params{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
+		Guard: &settingscontroller.GuardParams{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)
 	}
@@ -251,13 +251,13 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err := observer.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network observer: %w", err)
 	}
-	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerNetwork),
+	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerNetwork),
 		KubeVirtNamespace: f.kubevirtNamespace,
 		APIReader:         mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the network controller: %w", err)
 	}
 	if err := mgr.Add(&netcontroller.Offenders{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorderFor(status.FieldManagerGuard), KubeVirtNamespace: f.kubevirtNamespace,
+		Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerGuard), KubeVirtNamespace: f.kubevirtNamespace,
 		Interval: f.guardScan, Metrics: netMetrics}); err != nil {
 		return fmt.Errorf("setting up the offender scan: %w", err)
 	}
@@ -270,7 +270,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err := pathObserver.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the path observer: %w", err)
 	}
-	if err := (&netcontroller.PathStatus{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(status.FieldManagerPaths),
+	if err := (&netcontroller.PathStatus{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerPaths),
 		KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Observer: pathObserver, Changed: pathsChanged,
 		Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the path status writer: %w", err)

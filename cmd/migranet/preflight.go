@@ -19,6 +19,7 @@ import (
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
@@ -83,7 +84,7 @@ func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return fail("%v", err)
 	}
-	scheme, err := settings.NewScheme()
+	scheme, err := clusterread.NewScheme()
 	if err != nil {
 		return fail("%v", err)
 	}

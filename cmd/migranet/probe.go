@@ -26,6 +26,7 @@ import (
 
 	"github.com/migranet/migranet/netcontroller/probe"
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 )
 
 // probeUsage is the help of migranet probe, followed by its flags.
@@ -151,7 +152,7 @@ func startProbe(ctx context.Context, f *probeFlags) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := settings.NewScheme()
+	scheme, err := clusterread.NewScheme()
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/migranet/migranet/cmd/migranet/status"
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/migrationcheck"
@@ -98,7 +98,7 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(statusUsageErr, "%v", err)
 	}
-	scheme, err := settings.NewScheme()
+	scheme, err := clusterread.NewScheme()
 	if err != nil {
 		return fail(statusClusterErr, "%v", err)
 	}

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/guard"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -56,13 +56,13 @@ type Controller struct {
 	Client            client.Client
 	Recorder          record.EventRecorder
 	KubeVirtNamespace string
-	// APIReader reads Service default/kubernetes (settings.OwnNetworks; nil: not read).
+	// APIReader reads Service default/kubernetes (clusterread.OwnNetworks; nil: not read).
 	APIReader client.Reader
 	// Metrics counts the steps of each reconcile; nil counts nothing.
-	Metrics *status.Metrics
+	Metrics *statuswrite.Metrics
 	// Guard is the parameter of the policies that keep other pods and VMs off the migration
 	// network; nil leaves it alone.
-	Guard *guard.Params
+	Guard *GuardParams
 }
 
 // SetupWithManager watches the setting, the KubeVirt CR, the NADs migranet manages and the nodes'
@@ -157,7 +157,7 @@ func (r *Controller) cluster(ctx context.Context) (*settings.Cluster, error) {
 	if err := r.Client.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	kv, err := settings.KubeVirtCR(ctx, r.Client, r.KubeVirtNamespace)
+	kv, err := clusterread.KubeVirtCR(ctx, r.Client, r.KubeVirtNamespace)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (r *Controller) cluster(ctx context.Context) (*settings.Cluster, error) {
 	for i := range list.Items {
 		nodes[i] = &list.Items[i]
 	}
-	services, pods, missed := settings.OwnNetworks(ctx, r.Client, r.APIReader, r.KubeVirtNamespace)
+	services, pods, missed := clusterread.OwnNetworks(ctx, r.Client, r.APIReader, r.KubeVirtNamespace)
 	if missed != "" {
 		ctrl.LoggerFrom(ctx).Info("the stored value's range is not checked against " + missed)
 	}
@@ -266,7 +266,7 @@ func (r *Controller) ensureNAD(ctx context.Context, want *nadv1.NetworkAttachmen
 // field alone, while virt-operator rewrites the CR's status throughout a rollout, so a guarded
 // patch would mostly meet conflicts and back off.
 func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepError {
-	kv, err := settings.KubeVirtCR(ctx, r.Client, r.KubeVirtNamespace)
+	kv, err := clusterread.KubeVirtCR(ctx, r.Client, r.KubeVirtNamespace)
 	if err != nil {
 		return &stepError{ReasonKubeVirtFailed, err}
 	}
@@ -355,15 +355,15 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, eff se
 		cond.Reason, cond.Message = ReasonApplied, "KubeVirt migrations.network points at "+eff.NAD
 		fields["appliedHash"], fields["appliedNetwork"] = eff.Hash, eff.NAD
 	}
-	if status.ConditionChanged(s.Status.Conditions, cond) || (serr == nil && s.Status.AppliedHash != fields["appliedHash"]) {
+	if statuswrite.ConditionChanged(s.Status.Conditions, cond) || (serr == nil && s.Status.AppliedHash != fields["appliedHash"]) {
 		eventType := corev1.EventTypeNormal
 		if serr != nil {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Event(s, eventType, cond.Reason, cond.Message)
 	}
-	err := status.ApplyStatus(ctx, r.Client, s, status.FieldManagerSettings, []metav1.Condition{cond}, fields)
+	err := statuswrite.ApplyStatus(ctx, r.Client, s, statuswrite.FieldManagerSettings, []metav1.Condition{cond}, fields)
 	r.Metrics.Step(ControllerName, StepStatus, err)
-	status.RecordWriteFailure(r.Recorder, s, status.FieldManagerSettings, err)
+	statuswrite.RecordWriteFailure(r.Recorder, s, statuswrite.FieldManagerSettings, err)
 	return err
 }

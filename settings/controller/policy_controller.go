@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -34,5 +34,5 @@ func (r *PolicyController) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	return reconcile.Result{}, status.ApplyStatus(ctx, r.Client, s, status.FieldManagerPolicy, nil, map[string]any{"summary": settings.PolicySummary(s)})
+	return reconcile.Result{}, statuswrite.ApplyStatus(ctx, r.Client, s, statuswrite.FieldManagerPolicy, nil, map[string]any{"summary": settings.PolicySummary(s)})
 }

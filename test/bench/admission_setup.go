@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/framework"
@@ -247,7 +248,7 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), kp.KeyPEM, 0o600); err != nil {
 		return "", nil, nil, err
 	}
-	scheme, err := settings.NewScheme()
+	scheme, err := clusterread.NewScheme()
 	if err != nil {
 		return "", nil, nil, err
 	}

@@ -4,13 +4,13 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 )
 
-// Scheme is migranet's own scheme (settings.NewScheme) plus the CRD kind the local cluster
+// Scheme is migranet's own scheme (clusterread.NewScheme) plus the CRD kind the local cluster
 // installs.
 func Scheme() *runtime.Scheme {
-	s, err := settings.NewScheme()
+	s, err := clusterread.NewScheme()
 	if err == nil {
 		err = apiextensionsv1.AddToScheme(s)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	settingscontroller "github.com/migranet/migranet/settings/controller"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/framework"
 	"github.com/migranet/migranet/webhook"
@@ -251,7 +251,7 @@ var _ = Describe("observability", func() {
 			return series(webhook.MetricAdmissionDecisions, "webhook", webhook.WebhookVMIMCreate, "rule", rule, "result", result)
 		}
 		reconciles := func(controller, step string) string {
-			return series(status.MetricReconcileSteps, "controller", controller, "step", step, "result", status.StepSuccess)
+			return series(statuswrite.MetricReconcileSteps, "controller", controller, "step", step, "result", statuswrite.StepSuccess)
 		}
 		var before map[string]float64
 		Eventually(func() (err error) {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/framework"
 )
@@ -64,7 +64,7 @@ var _ = Describe("a refused status write", func() {
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
 		sc := newScraper(ctx)
-		errSteps := series(status.MetricReconcileSteps, "controller", netcontroller.ControllerName, "step", netcontroller.StepStatus, "result", status.StepError)
+		errSteps := series(statuswrite.MetricReconcileSteps, "controller", netcontroller.ControllerName, "step", netcontroller.StepStatus, "result", statuswrite.StepError)
 		before, err := sc.scrape(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		start := time.Now()

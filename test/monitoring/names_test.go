@@ -13,7 +13,7 @@ import (
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/netcontroller/probe"
-	"github.com/migranet/migranet/settings/status"
+	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
 )
@@ -67,7 +67,7 @@ func (r *recorder) Unregister(prometheus.Collector) bool { return true }
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	r := &recorder{names: map[string]bool{}}
-	if _, err := status.NewMetrics(r); err != nil {
+	if _, err := statuswrite.NewMetrics(r); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := netcontroller.NewMetrics(r); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -54,7 +55,7 @@ func (a *APIState) MigrationsOf(ctx context.Context, namespace, vmiName string) 
 
 // KubeVirt implements State.
 func (a *APIState) KubeVirt(ctx context.Context) (*kubevirtv1.KubeVirt, error) {
-	return settings.KubeVirtCR(ctx, a.Reader, a.KubeVirtNamespace)
+	return clusterread.KubeVirtCR(ctx, a.Reader, a.KubeVirtNamespace)
 }
 
 // Settings implements State: a setting that cannot be read counts as absent.

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -43,7 +44,7 @@ func NewInformers(ctx context.Context, c cache.Cache, kubevirtNamespace string, 
 		return nil, err
 	}
 	if st.kubeVirt, err = newInformed(ctx, c, &kubevirtv1.KubeVirt{}, func(ctx context.Context) (*inForce, error) {
-		kv, err := settings.KubeVirtCR(ctx, c, kubevirtNamespace)
+		kv, err := clusterread.KubeVirtCR(ctx, c, kubevirtNamespace)
 		return &inForce{kv}, err
 	}); err != nil {
 		return nil, err

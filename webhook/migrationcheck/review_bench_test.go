@@ -14,7 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
@@ -42,7 +42,7 @@ func (admitAll) ValidateDelete(context.Context, runtime.Object) (admission.Warni
 func BenchmarkReviewWorstCase(b *testing.B) {
 	st, create, cancel := migrationcheck.WorstCaseState()
 	v := &webhook.MigrationValidator{State: st}
-	scheme, err := settings.NewScheme()
+	scheme, err := clusterread.NewScheme()
 	if err != nil {
 		b.Fatal(err)
 	}

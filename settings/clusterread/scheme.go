@@ -1,4 +1,4 @@
-package settings
+package clusterread
 
 import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
