@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"sort"
 
-	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
@@ -58,7 +57,7 @@ func Observe(in Input) Observation {
 			continue
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-		if ip, ok := MigrationAddr(p); ok && in.Range.IsValid() && in.Range.Contains(ip) {
+		if ip, ok := settings.PodMigrationAddr(p); ok && in.Range.IsValid() && in.Range.Contains(ip) {
 			used[ip] = true
 		}
 	}
@@ -93,11 +92,11 @@ func nodeStatus(node string, pods []*corev1.Pod, in Input) v1beta1.NodeMigration
 			st.Reason = ReasonNotRolled
 			continue
 		}
-		if !PodReady(p) {
+		if !settings.PodReady(p) {
 			st.Reason = ReasonPodNotReady
 			continue
 		}
-		ip, ok := MigrationAddr(p)
+		ip, ok := settings.PodMigrationAddr(p)
 		switch {
 		case !ok:
 			st.Reason = ReasonNoIP
@@ -112,60 +111,5 @@ func nodeStatus(node string, pods []*corev1.Pod, in Input) v1beta1.NodeMigration
 
 // requestsNetwork reports whether the pod asks Multus for namespace/name as migration0.
 func requestsNetwork(p *corev1.Pod, namespace, name string) bool {
-	return MigrationNetworkOf(p) == namespace+"/"+name
-}
-
-// MigrationNetworkOf is the NAD (namespace/name) the pod asks Multus for as migration0, "" when
-// none.
-func MigrationNetworkOf(p *corev1.Pod) string {
-	raw := p.Annotations[settings.NetworksAnnotation]
-	if raw == "" {
-		return ""
-	}
-	elems, err := nadutils.ParseNetworkAnnotation(raw, p.Namespace)
-	if err != nil {
-		return ""
-	}
-	for _, e := range elems {
-		if e.InterfaceRequest == settings.MigrationInterface {
-			return e.Namespace + "/" + e.Name
-		}
-	}
-	return ""
-}
-
-// MigrationAddr is the address virt-handler migrates on: the first global unicast address of the
-// pod's migration0 entry in its network-status, of either family. This agrees with KubeVirt
-// v1.8.4's FindMigrationIP (pkg/virt-handler/migration.go), which virt-handler calls once at start:
-// it takes the first global unicast address of migration0 whatever its family (an IPv6 migration0
-// beside an IPv4 pod network, or the reverse, is used as is) and skips link-local and multicast
-// ones; it falls back to the pod IP only when migration0 does not exist, and with a migration0
-// that has no such address virt-handler fails to start. Either way the node is not on the
-// migration network, so false here (NoIP) is what readiness must say.
-func MigrationAddr(p *corev1.Pod) (netip.Addr, bool) {
-	statuses, err := nadutils.GetNetworkStatus(p)
-	if err != nil {
-		return netip.Addr{}, false
-	}
-	for _, s := range statuses {
-		if s.Interface != settings.MigrationInterface {
-			continue
-		}
-		for _, ip := range s.IPs {
-			if a, err := netip.ParseAddr(ip); err == nil && a.Unmap().IsGlobalUnicast() {
-				return a.Unmap(), true
-			}
-		}
-	}
-	return netip.Addr{}, false
-}
-
-// PodReady reports whether the pod's Ready condition is True.
-func PodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return settings.PodMigrationNAD(p) == namespace+"/"+name
 }

@@ -164,53 +164,6 @@ func TestJudgeAndCapacity(t *testing.T) {
 	}
 }
 
-// TestMigrationAddr reads the address from the network-status entry of interface migration0 only.
-// Catches: the interface name not required (the pod network's or another attachment's address
-// taken for the migration address).
-func TestMigrationAddr(t *testing.T) {
-	cases := []struct {
-		name, status string
-		want         string // "" for none
-	}{
-		{"migration0 after the pod network", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
-			`{"name":"kubevirt/net-a","interface":"migration0","ips":["192.168.100.7"]}]`, "192.168.100.7"},
-		{"another attachment in the range, no migration0", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
-			`{"name":"kubevirt/other","interface":"net1","ips":["192.168.100.8"]}]`, ""},
-		{"migration0 without addresses", `[{"name":"pod","interface":"eth0","ips":["192.168.100.9"],"default":true},` +
-			`{"name":"kubevirt/net-a","interface":"migration0"}]`, ""},
-		{"an unparsable address is skipped", `[{"name":"kubevirt/net-a","interface":"migration0","ips":["nope","192.168.100.10"]}]`, "192.168.100.10"},
-		{"not JSON", `[{`, ""},
-		// Dual stack, as KubeVirt v1.8.4's FindMigrationIP takes it: migration0's first global
-		// unicast address whatever the pod network's family; link-local ones are skipped, and a
-		// migration0 with none is no migration address (virt-handler does not start). Catches:
-		// taking the link-local address, or preferring the pod network's family.
-		{"IPv6 migration0 beside an IPv4 pod network", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
-			`{"name":"kubevirt/net-a","interface":"migration0","ips":["fd00:10:77::2"]}]`, "fd00:10:77::2"},
-		{"IPv4 migration0 beside an IPv6 pod network", `[{"name":"pod","interface":"eth0","ips":["fd00:244::7"],"default":true},` +
-			`{"name":"kubevirt/net-a","interface":"migration0","ips":["192.168.100.7"]}]`, "192.168.100.7"},
-		{"link-local first", `[{"name":"kubevirt/net-a","interface":"migration0","ips":["fe80::1","fd00:10:77::3"]}]`, "fd00:10:77::3"},
-		{"link-local only", `[{"name":"pod","interface":"eth0","ips":["10.244.1.7"],"default":true},` +
-			`{"name":"kubevirt/net-a","interface":"migration0","ips":["fe80::1"]}]`, ""},
-		{"an IPv4-mapped address is its IPv4 address", `[{"name":"kubevirt/net-a","interface":"migration0","ips":["::ffff:192.168.100.11"]}]`, "192.168.100.11"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			p := handlerPod("h", "n1", "net-a@migration0", "", true)
-			p.Annotations["k8s.v1.cni.cncf.io/network-status"] = tc.status
-			got, ok := MigrationAddr(p)
-			if tc.want == "" {
-				if ok {
-					t.Errorf("migrationAddr = %s, want none", got)
-				}
-				return
-			}
-			if !ok || got != netip.MustParseAddr(tc.want) {
-				t.Errorf("migrationAddr = %s (%v), want %s", got, ok, tc.want)
-			}
-		})
-	}
-}
-
 // TestJudgeNamesNodesNotAttached: the snapshot admission reads names every eligible node that is
 // not attached, with its reason, so a migration is judged on its own nodes.
 // Catches: a snapshot that only counts (every migration refused while one node is missing) or

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
 )
@@ -44,7 +44,7 @@ Flags:
 // probeFlags are the agent's flags, checked by check.
 type probeFlags struct {
 	kubeconfig, agentSelector, healthAddr string
-	cfg                                   probe.Config
+	cfg                                   nodeagent.Config
 	zap                                   zap.Options
 }
 
@@ -64,7 +64,7 @@ func parseProbeFlags(args []string) (*probeFlags, *flag.FlagSet, error) {
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":9797", "address of /healthz, /readyz and /metrics (ready once the probe socket answers on migration0: peers probe only Ready agents)")
 	fs.Float64Var(&f.cfg.MaxRate, "max-rate", 200, "at most this many probes a second in a round (two per healthy peer)")
 	fs.BoolVar(&f.cfg.KeepNeighbours, "keep-neighbour-entries", false, "leave the neighbour entries the probes make (one per peer in the node's one table, shared with every pod); by default the agent removes each after its peer's exchanges, which needs CAP_NET_ADMIN")
-	fs.DurationVar(&f.cfg.NeighbourGrace, "neighbour-grace", probe.DefaultNeighbourGrace, "how long a peer's neighbour entry is left after the last exchange with it before the agent removes it")
+	fs.DurationVar(&f.cfg.NeighbourGrace, "neighbour-grace", nodeagent.DefaultNeighbourGrace, "how long a peer's neighbour entry is left after the last exchange with it before the agent removes it")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	f.zap.BindFlags(zfs)
 	zfs.VisitAll(func(fl *flag.Flag) { fs.Var(fl.Value, fl.Name, fl.Usage) })
@@ -176,10 +176,10 @@ func startProbe(ctx context.Context, f *probeFlags) error {
 	}
 	f.cfg.Version = version()
 	reg := prometheus.NewRegistry()
-	if f.cfg.Metrics, err = probe.NewMetrics(reg); err != nil {
+	if f.cfg.Metrics, err = nodeagent.NewMetrics(reg); err != nil {
 		return err
 	}
-	a := &probe.Agent{Config: f.cfg, Client: c, Pods: pods}
+	a := &nodeagent.Agent{Config: f.cfg, Client: c, Pods: pods}
 	ln, err := net.Listen("tcp", f.healthAddr)
 	if err != nil {
 		return fmt.Errorf("--health-probe-bind-address: %w", err)

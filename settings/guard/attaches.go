@@ -5,13 +5,13 @@ import (
 	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/migranet/migranet/settings"
 )
 
-// Annotations Multus reads a pod's networks from.
-const (
-	AnnotationNetworks       = "k8s.v1.cni.cncf.io/networks"
-	AnnotationDefaultNetwork = "v1.multus-cni.io/default-network"
-)
+// AnnotationDefaultNetwork replaces a pod's cluster network in Multus; its networks annotation is
+// settings.NetworksAnnotation.
+const AnnotationDefaultNetwork = "v1.multus-cni.io/default-network"
 
 // Rule says which references name a migration NAD: NADNamespace/one of Names, or one of Names
 // alone for an object in NADNamespace (Multus resolves a bare name in the pod's namespace).
@@ -81,7 +81,7 @@ func (r Rule) AnnotationAttaches(namespace, value string) bool {
 
 // PodAttaches reports whether a pod with these annotations, in namespace, asks for a migration NAD.
 func (r Rule) PodAttaches(namespace string, annotations map[string]string) bool {
-	for _, k := range []string{AnnotationNetworks, AnnotationDefaultNetwork} {
+	for _, k := range []string{settings.NetworksAnnotation, AnnotationDefaultNetwork} {
 		if v, ok := annotations[k]; ok && r.AnnotationAttaches(namespace, v) {
 			return true
 		}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/migranet/migranet/settings"
 )
 
 // The fault these catch: a spelling Multus accepts that the rule misses (a VM joins the
@@ -16,19 +18,19 @@ func TestPodAttaches(t *testing.T) {
 		annotations     map[string]string
 		want            bool
 	}{
-		{"namespace/name", "tenant", map[string]string{AnnotationNetworks: "kubevirt/" + nad}, true},
-		{"with @interface", "tenant", map[string]string{AnnotationNetworks: "kubevirt/" + nad + "@net1"}, true},
-		{"second in a list, spaces", "tenant", map[string]string{AnnotationNetworks: "tenant/lan , kubevirt/" + nad + " "}, true},
-		{"bare name inside KubeVirt's namespace", "kubevirt", map[string]string{AnnotationNetworks: nad}, true},
-		{"bare name elsewhere is that namespace's NAD", "tenant", map[string]string{AnnotationNetworks: nad}, false},
-		{"JSON list with namespace", "tenant", map[string]string{AnnotationNetworks: `[{"name":"` + nad + `","namespace":"kubevirt","interface":"m0"}]`}, true},
-		{"JSON list, namespace defaults to the pod's", "kubevirt", map[string]string{AnnotationNetworks: `[{"name":"` + nad + `"}]`}, true},
-		{"JSON list, same name in the tenant's namespace", "tenant", map[string]string{AnnotationNetworks: `[{"name":"` + nad + `"}]`}, false},
-		{"JSON single object", "tenant", map[string]string{AnnotationNetworks: `{"name":"` + nad + `","namespace":"kubevirt"}`}, true},
+		{"namespace/name", "tenant", map[string]string{settings.NetworksAnnotation: "kubevirt/" + nad}, true},
+		{"with @interface", "tenant", map[string]string{settings.NetworksAnnotation: "kubevirt/" + nad + "@net1"}, true},
+		{"second in a list, spaces", "tenant", map[string]string{settings.NetworksAnnotation: "tenant/lan , kubevirt/" + nad + " "}, true},
+		{"bare name inside KubeVirt's namespace", "kubevirt", map[string]string{settings.NetworksAnnotation: nad}, true},
+		{"bare name elsewhere is that namespace's NAD", "tenant", map[string]string{settings.NetworksAnnotation: nad}, false},
+		{"JSON list with namespace", "tenant", map[string]string{settings.NetworksAnnotation: `[{"name":"` + nad + `","namespace":"kubevirt","interface":"m0"}]`}, true},
+		{"JSON list, namespace defaults to the pod's", "kubevirt", map[string]string{settings.NetworksAnnotation: `[{"name":"` + nad + `"}]`}, true},
+		{"JSON list, same name in the tenant's namespace", "tenant", map[string]string{settings.NetworksAnnotation: `[{"name":"` + nad + `"}]`}, false},
+		{"JSON single object", "tenant", map[string]string{settings.NetworksAnnotation: `{"name":"` + nad + `","namespace":"kubevirt"}`}, true},
 		{"default-network override", "tenant", map[string]string{AnnotationDefaultNetwork: "kubevirt/" + nad}, true},
-		{"another NAD of KubeVirt's namespace", "tenant", map[string]string{AnnotationNetworks: "kubevirt/other"}, false},
-		{"a name that only starts like it", "tenant", map[string]string{AnnotationNetworks: "kubevirt/" + nad + "0"}, false},
-		{"malformed JSON", "tenant", map[string]string{AnnotationNetworks: `[{"name":`}, false},
+		{"another NAD of KubeVirt's namespace", "tenant", map[string]string{settings.NetworksAnnotation: "kubevirt/other"}, false},
+		{"a name that only starts like it", "tenant", map[string]string{settings.NetworksAnnotation: "kubevirt/" + nad + "0"}, false},
+		{"malformed JSON", "tenant", map[string]string{settings.NetworksAnnotation: `[{"name":`}, false},
 		{"no annotations", "tenant", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 )
 
 const (
@@ -69,14 +69,14 @@ func benchProbe() ([]string, error) {
 			most = max(most, c.peers)
 		}
 	}
-	probers := make([]*probe.Prober, most)
+	probers := make([]*nodeagent.Prober, most)
 	addrs := make([]string, most)
 	for i := range probers {
-		conn, err := probe.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+		conn, err := nodeagent.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 		if err != nil {
 			return nil, fmt.Errorf("peer %d: %w", i, err)
 		}
-		probers[i] = probe.NewProber(conn, prNetwork, prMTU, prTimeout, prTries)
+		probers[i] = nodeagent.NewProber(conn, prNetwork, prMTU, prTimeout, prTries)
 		go probers[i].Serve()
 		defer probers[i].Close()
 		addrs[i] = conn.LocalAddr().String()
@@ -164,7 +164,7 @@ func hwmMiB(r agentRun) float64        { return float64(r.hwmKiB) / 1024 }
 // runAgent runs one agent process in mode over the peers in file, probers being those peers, for
 // rounds rounds of spread; in mode probe the peers probe the agent during each round, spread as its
 // own probes are. Every path must pass: loopback, or one bridge.
-func runAgent(ctx context.Context, at agentAt, mode, file string, probers []*probe.Prober, spread time.Duration, rounds int) (agentRun, error) {
+func runAgent(ctx context.Context, at agentAt, mode, file string, probers []*nodeagent.Prober, spread time.Duration, rounds int) (agentRun, error) {
 	args := []string{os.Args[0], agentCommand, "-mode=" + mode, "-peers=" + file,
 		fmt.Sprintf("-mtu=%d", prMTU), "-spread=" + spread.String(), "-listen=" + at.listen}
 	if at.netns != "" {
@@ -242,12 +242,12 @@ type agentAt struct{ netns, listen string }
 
 // probeFrom has every prober check target once, the checks started evenly over spread (as
 // Prober.Round does), and returns the probes they sent and the checks that failed.
-func probeFrom(ctx context.Context, probers []*probe.Prober, target netip.AddrPort, spread time.Duration) (uint64, []string) {
+func probeFrom(ctx context.Context, probers []*nodeagent.Prober, target netip.AddrPort, spread time.Duration) (uint64, []string) {
 	sent0 := make([]uint64, len(probers))
 	for i, p := range probers {
 		sent0[i] = p.Sent.Load()
 	}
-	results := make([]probe.Result, len(probers))
+	results := make([]nodeagent.Result, len(probers))
 	gap := spread / time.Duration(len(probers))
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -255,7 +255,7 @@ func probeFrom(ctx context.Context, probers []*probe.Prober, target netip.AddrPo
 		if wait := time.Until(start.Add(time.Duration(i) * gap)); wait > 0 {
 			time.Sleep(wait)
 		}
-		wg.Go(func() { results[i] = p.Check(ctx, probe.Peer{Node: fmt.Sprintf("peer-%04d", i), Addr: target}) })
+		wg.Go(func() { results[i] = p.Check(ctx, nodeagent.Peer{Node: fmt.Sprintf("peer-%04d", i), Addr: target}) })
 	}
 	wg.Wait()
 	var sent uint64

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 )
 
 // agentCommand is the argument that makes the bench binary the measured probe agent:
@@ -39,7 +39,7 @@ type agentMsg struct {
 }
 
 // probeAgent is the measured agent, alone in its process: it opens its probe socket on -listen, answers probes (Prober.Serve) and, for every line on its standard input, runs one
-// round over the peers in -peers (one addr:port a line, probe.Prober.Round over -spread) or, with
+// round over the peers in -peers (one addr:port a line, nodeagent.Prober.Round over -spread) or, with
 // -mode=noop, sleeps -spread instead: the same process doing no probing.
 // BENCH_PROBE_CPUPROFILE=<prefix> writes the CPU profile of each probing agent to
 // <prefix>.<peers>-peers.<pid>.
@@ -75,11 +75,11 @@ func probeAgent(args []string) error {
 	if err != nil {
 		return fmt.Errorf("-listen: %w", err)
 	}
-	conn, err := probe.Listen(at)
+	conn, err := nodeagent.Listen(at)
 	if err != nil {
 		return err
 	}
-	p := probe.NewProber(conn, prNetwork, *mtu, prTimeout, prTries)
+	p := nodeagent.NewProber(conn, prNetwork, *mtu, prTimeout, prTries)
 	go p.Serve()
 	defer p.Close()
 	out := json.NewEncoder(os.Stdout)
@@ -117,18 +117,18 @@ func probeAgent(args []string) error {
 }
 
 // readPeers reads a peers file: one addr:port a line, node i named peer-<i>.
-func readPeers(file string) ([]probe.Peer, error) {
+func readPeers(file string) ([]nodeagent.Peer, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	var peers []probe.Peer
+	var peers []nodeagent.Peer
 	for i, l := range strings.Fields(string(raw)) {
 		ap, err := netip.ParseAddrPort(l)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		peers = append(peers, probe.Peer{Node: fmt.Sprintf("peer-%04d", i), Addr: ap})
+		peers = append(peers, nodeagent.Peer{Node: fmt.Sprintf("peer-%04d", i), Addr: ap})
 	}
 	return peers, nil
 }

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 	"github.com/migranet/migranet/test/nodenet"
 )
 
@@ -16,11 +16,11 @@ import (
 // the migration network: namespace <prefix>-0 for the measured agent, <prefix>-1 … for the peers,
 // each with migration0 (a veth, MTU prMTU, whose other end is a port of bridge br0 in namespace
 // <prefix>-sw) holding 10.251.<i/250>.<i%250+1>/16. The peers' Probers open their sockets inside
-// their namespaces (probe.OpenIn, as the agent does in virt-handler's), so every probe and answer
+// their namespaces (nodeagent.OpenIn, as the agent does in virt-handler's), so every probe and answer
 // crosses two veths and a bridge, and the agent's CPU includes the kernel's work for them.
 type netnsFabric struct {
 	prefix    string
-	probers   []*probe.Prober
+	probers   []*nodeagent.Prober
 	addrs     []string // the peers' addr:port
 	agentAddr netip.Addr
 }
@@ -80,11 +80,11 @@ func newNetnsFabric(ctx context.Context, peers int) (*netnsFabric, error) {
 	}
 	f.agentAddr = fabricAddr(0)
 	for i := 1; i <= peers; i++ {
-		opened, err := probe.OpenIn(f.ns(i).Path(), "migration0", fabricAddr(i), 0)
+		opened, err := nodeagent.OpenIn(f.ns(i).Path(), "migration0", fabricAddr(i), 0)
 		if err != nil {
 			return fail(fmt.Errorf("peer %d: %w", i, err))
 		}
-		p := probe.NewProber(opened.Conn, prNetwork, prMTU, prTimeout, prTries)
+		p := nodeagent.NewProber(opened.Conn, prNetwork, prMTU, prTimeout, prTries)
 		go p.Serve()
 		f.probers = append(f.probers, p)
 		f.addrs = append(f.addrs, opened.Conn.LocalAddr().String())

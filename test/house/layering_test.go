@@ -18,24 +18,41 @@ type pkg struct {
 	TestImports []string
 }
 
-// rule says which migranet packages the packages under from may import: only those under one of
-// may, none under mayNot.
+// rule says which migranet packages the packages under from (only from itself when exact) may
+// import: only those under one of may, none under mayNot; and, of other modules, none under
+// noClient but those under clientOK.
 type rule struct {
-	from        string
-	may, mayNot []string
-	why         string
+	from               string
+	exact              bool
+	may, mayNot        []string
+	noClient, clientOK []string
+	why                string
 }
+
+// apiClients are the modules that talk to an API server: what the pure packages never import.
+var apiClients = []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}
+
+// writers are the settings subpackages that read or write the cluster.
+var writers = []string{"settings/controller", "settings/clusterread", "settings/statuswrite"}
 
 // layering is the house's one list of import rules (docs/architecture.md draws it). A package's
 // own tests are held to its rule too; an external test package (package x_test) may reach up.
 func layering() []rule {
+	pure := "settings is the pure domain: it reads and writes nothing (the cluster reads live in settings/clusterread, the writers in settings/controller and settings/statuswrite)"
 	return []rule{
+		{from: "settings", exact: true, may: []string{"settings/v1beta1"}, noClient: apiClients, why: pure},
+		{from: "settings/v1beta1", noClient: apiClients, clientOK: []string{"sigs.k8s.io/controller-runtime/pkg/scheme"},
+			why: "settings/v1beta1 is the API's types: it imports no other migranet package and no API client"},
+		{from: "settings/guard", may: []string{"settings"}, mayNot: writers, noClient: apiClients,
+			why: "settings/guard is the guard's rule, pure: the settings controller writes its parameter"},
 		{from: "settings", may: []string{"settings"}, mayNot: []string{"settings/controller"},
-			why: "settings is the pure domain and the API: it imports no other migranet package, and only cmd starts its controller"},
+			why: "settings' subpackages import only settings, and only cmd starts its controller"},
 		{from: "settings/controller", may: []string{"settings"},
 			why: "the settings controller imports only settings"},
-		{from: "netcontroller", may: []string{"settings", "netcontroller"}, mayNot: []string{"settings/controller"},
-			why: "netcontroller reads the network on the nodes: it imports settings only"},
+		{from: "netcontroller", may: []string{"settings", "netcontroller"}, mayNot: []string{"settings/controller", "netcontroller/nodeagent"},
+			why: "netcontroller reads the network on the nodes: it imports settings only, and reads the agents through their PathReports"},
+		{from: "netcontroller/nodeagent", may: []string{"settings"}, mayNot: writers,
+			why: "the per-node probe agent imports only the pure domain and the API types: never the network controller"},
 		{from: "webhook", may: []string{"settings", "webhook"}, mayNot: []string{"settings/controller"},
 			why: "webhook does not import netcontroller: what both need (the readiness snapshot) lives in settings"},
 		{from: "webhook/migrationcheck", may: []string{"settings", "webhook/migrationcheck"},
@@ -56,12 +73,16 @@ func violations(pkgs []pkg, rules []rule) []string {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
 		var r *rule
 		for i := range rules {
-			if under(rel, rules[i].from) && (r == nil || len(rules[i].from) > len(r.from)) {
+			applies := rel == rules[i].from || !rules[i].exact && under(rel, rules[i].from)
+			if applies && (r == nil || len(rules[i].from) > len(r.from) || rules[i].exact && len(rules[i].from) == len(r.from)) {
 				r = &rules[i]
 			}
 		}
 		for _, imp := range append(append([]string(nil), p.Imports...), p.TestImports...) {
 			if !strings.HasPrefix(imp, module+"/") {
+				if r != nil && client(imp, r) {
+					out = append(out, rel+" imports "+imp+": "+r.why)
+				}
 				continue
 			}
 			dep := strings.TrimPrefix(imp, module+"/")
@@ -85,6 +106,21 @@ func violations(pkgs []pkg, rules []rule) []string {
 		}
 	}
 	return out
+}
+
+// client reports whether imp is an API client r forbids.
+func client(imp string, r *rule) bool {
+	for _, ok := range r.clientOK {
+		if under(imp, ok) {
+			return false
+		}
+	}
+	for _, c := range r.noClient {
+		if under(imp, c) {
+			return true
+		}
+	}
+	return false
 }
 
 func listPackages(t *testing.T) []pkg {
@@ -148,6 +184,17 @@ func TestLayeringRules(t *testing.T) {
 		{"a product package imports test", p("webhook", "test/cluster"), true},
 		{"webhook imports cmd", p("webhook", "cmd/migranet"), true},
 		{"manifests imports settings", p("manifests", "settings"), true},
+		{"the pure package reads the cluster", p("settings", "settings/clusterread"), true},
+		{"the pure package imports a client", pkg{ImportPath: module + "/settings", Imports: []string{"sigs.k8s.io/controller-runtime/pkg/client"}}, true},
+		{"the pure package imports client-go", pkg{ImportPath: module + "/settings", Imports: []string{"k8s.io/client-go/kubernetes/scheme"}}, true},
+		{"the guard's rule imports a client", pkg{ImportPath: module + "/settings/guard", Imports: []string{"sigs.k8s.io/controller-runtime/pkg/client"}}, true},
+		{"the API types register with the scheme builder", pkg{ImportPath: module + "/settings/v1beta1", Imports: []string{"sigs.k8s.io/controller-runtime/pkg/scheme"}}, false},
+		{"the API types import a client", pkg{ImportPath: module + "/settings/v1beta1", Imports: []string{"sigs.k8s.io/controller-runtime/pkg/client"}}, true},
+		{"the cluster reads import a client", pkg{ImportPath: module + "/settings/clusterread", Imports: []string{"sigs.k8s.io/controller-runtime/pkg/client", module + "/settings"}}, false},
+		{"the probe agent imports the network controller", p("netcontroller/nodeagent", "netcontroller"), true},
+		{"the probe agent imports the cluster reads", p("netcontroller/nodeagent", "settings/clusterread"), true},
+		{"the network controller imports the probe agent", p("netcontroller", "netcontroller/nodeagent"), true},
+		{"the probe agent imports the pure domain", p("netcontroller/nodeagent", "settings", "settings/v1beta1"), false},
 		{"webhook imports settings", p("webhook", "settings", "settings/v1beta1", "webhook/migrationcheck"), false},
 		{"cmd imports everything", p("cmd/migranet", "settings/controller", "netcontroller", "webhook/certs", "manifests"), false},
 		{"test imports everything", p("test/integration", "cmd/migranet", "test/cluster", "netcontroller"), false},

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/migranet/migranet/netcontroller"
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
@@ -76,7 +76,7 @@ func exported(t *testing.T) map[string]bool {
 	if _, err := webhook.NewMetrics(r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := probe.NewMetrics(r); err != nil {
+	if _, err := nodeagent.NewMetrics(r); err != nil {
 		t.Fatal(err)
 	}
 	r.MustRegister((&certs.Rotator{}).ExpiryCollector())

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 )
 
 // The lab's nodes share one kernel, and with it one neighbour table per family (ARP, NDP) for
@@ -41,9 +41,9 @@ func NeighbourNeed(nodes int) int {
 
 // NeighbourSizes are the thresholds a lab of nodes nodes asks for when the table holds current
 // entries already.
-func NeighbourSizes(nodes int, current uint64) probe.NeighbourLimits {
+func NeighbourSizes(nodes int, current uint64) nodeagent.NeighbourLimits {
 	need := NeighbourNeed(nodes) + int(current)
-	return probe.NeighbourLimits{GCThresh1: need, GCThresh2: 2 * need, GCThresh3: 4 * need}
+	return nodeagent.NeighbourLimits{GCThresh1: need, GCThresh2: 2 * need, GCThresh3: 4 * need}
 }
 
 // SysctlRoot is where SizeNeighbourTables finds the sysctls; a test points it elsewhere.
@@ -62,7 +62,7 @@ func SizeNeighbourTables(nodes int, log io.Writer) error {
 	var said []string
 	for _, is4 := range []bool{true, false} {
 		current := uint64(0)
-		if s, err := probe.ReadNeighbourStats(filepath.Join(StatRoot, probe.StatFile(is4))); err == nil {
+		if s, err := nodeagent.ReadNeighbourStats(filepath.Join(StatRoot, nodeagent.StatFile(is4))); err == nil {
 			current = s.Entries
 		}
 		have, next, err := RaiseNeighbourLimits(is4, NeighbourSizes(nodes, current))
@@ -89,20 +89,20 @@ func SizeNeighbourTables(nodes int, log io.Writer) error {
 
 // RaiseNeighbourLimits raises a family's thresholds under SysctlRoot to want, each only where it
 // is lower, and returns them before and after.
-func RaiseNeighbourLimits(is4 bool, want probe.NeighbourLimits) (have, next probe.NeighbourLimits, err error) {
-	dir := filepath.Join(SysctlRoot, probe.SysctlDir(is4))
-	have, err = probe.ReadNeighbourLimits(dir)
+func RaiseNeighbourLimits(is4 bool, want nodeagent.NeighbourLimits) (have, next nodeagent.NeighbourLimits, err error) {
+	dir := filepath.Join(SysctlRoot, nodeagent.SysctlDir(is4))
+	have, err = nodeagent.ReadNeighbourLimits(dir)
 	if err != nil {
 		return have, have, fmt.Errorf("reading the neighbour table limits (they exist in the initial network namespace only): %w", err)
 	}
-	next = probe.NeighbourLimits{GCThresh1: max(have.GCThresh1, want.GCThresh1), GCThresh2: max(have.GCThresh2, want.GCThresh2),
+	next = nodeagent.NeighbourLimits{GCThresh1: max(have.GCThresh1, want.GCThresh1), GCThresh2: max(have.GCThresh2, want.GCThresh2),
 		GCThresh3: max(have.GCThresh3, want.GCThresh3)}
 	return have, next, WriteNeighbourLimits(is4, have, next)
 }
 
 // WriteNeighbourLimits writes the thresholds of next that differ from have, gc_thresh3 first.
-func WriteNeighbourLimits(is4 bool, have, next probe.NeighbourLimits) error {
-	dir := filepath.Join(SysctlRoot, probe.SysctlDir(is4))
+func WriteNeighbourLimits(is4 bool, have, next nodeagent.NeighbourLimits) error {
+	dir := filepath.Join(SysctlRoot, nodeagent.SysctlDir(is4))
 	for _, s := range []struct{ n, from, v int }{{3, have.GCThresh3, next.GCThresh3}, {2, have.GCThresh2, next.GCThresh2}, {1, have.GCThresh1, next.GCThresh1}} {
 		if s.v == s.from {
 			continue
@@ -119,7 +119,7 @@ func WriteNeighbourLimits(is4 bool, have, next probe.NeighbourLimits) error {
 func NeighbourOverflows() (uint64, error) {
 	var n uint64
 	for _, is4 := range []bool{true, false} {
-		s, err := probe.ReadNeighbourStats(filepath.Join(StatRoot, probe.StatFile(is4)))
+		s, err := nodeagent.ReadNeighbourStats(filepath.Join(StatRoot, nodeagent.StatFile(is4)))
 		if err != nil {
 			return 0, err
 		}

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 	"github.com/migranet/migranet/test/nodenet"
 )
 
@@ -25,7 +25,7 @@ import (
 // 4096/8192/16384 (never lowers them) for the peers' own entries.
 func BenchmarkAgentNeighbourEntries(b *testing.B) {
 	ctx := context.Background()
-	if _, _, err := nodenet.RaiseNeighbourLimits(true, probe.NeighbourLimits{GCThresh1: 4096, GCThresh2: 8192, GCThresh3: 16384}); err != nil {
+	if _, _, err := nodenet.RaiseNeighbourLimits(true, nodeagent.NeighbourLimits{GCThresh1: 4096, GCThresh2: 8192, GCThresh3: 16384}); err != nil {
 		b.Fatal(err)
 	}
 	for _, peers := range []int{100, 1000} {
@@ -42,11 +42,11 @@ func BenchmarkAgentNeighbourEntries(b *testing.B) {
 			name   string
 			remove bool
 			cap    int
-		}{{"kept", false, 0}, {fmt.Sprintf("removed-beyond-%d", probe.DefaultNeighbourLimits.Cap()), true, probe.DefaultNeighbourLimits.Cap()}, {"removed-all", true, 0}} {
+		}{{"kept", false, 0}, {fmt.Sprintf("removed-beyond-%d", nodeagent.DefaultNeighbourLimits.Cap()), true, nodeagent.DefaultNeighbourLimits.Cap()}, {"removed-all", true, 0}} {
 			b.Run(fmt.Sprintf("peers=%d/%s", peers, mode.name), func(b *testing.B) {
 				ps[0].SetNeighbourCap(mode.cap)
 				if mode.remove {
-					ps[0].RemoveNeighbours(probe.DefaultNeighbourGrace)
+					ps[0].RemoveNeighbours(nodeagent.DefaultNeighbourGrace)
 				}
 				var peak, end, failed, broadcasts int
 				var removed uint64
@@ -83,18 +83,18 @@ func BenchmarkAgentNeighbourEntries(b *testing.B) {
 // (128/512/1024: set for the run, the machine's own set back after), then sized by
 // nodenet.SizeNeighbourTables. It reports the pairs with a failing direction (every link is up:
 // each is false), the failing checks, the overflows the kernel counted, and how many agents
-// would withhold their round (probe.Untrusted: NeighbourTableFull instead of the failures).
+// would withhold their round (nodeagent.Untrusted: NeighbourTableFull instead of the failures).
 // Run with -benchtime=1x.
 func BenchmarkLabVerdicts(b *testing.B) {
 	ctx := context.Background()
-	dir4 := nodenet.SysctlRoot + "/" + probe.SysctlDir(true)
-	orig, err := probe.ReadNeighbourLimits(dir4)
+	dir4 := nodenet.SysctlRoot + "/" + nodeagent.SysctlDir(true)
+	orig, err := nodeagent.ReadNeighbourLimits(dir4)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() {
-		cur, _ := probe.ReadNeighbourLimits(dir4)
-		back := probe.NeighbourLimits{GCThresh1: max(cur.GCThresh1, orig.GCThresh1), GCThresh2: max(cur.GCThresh2, orig.GCThresh2), GCThresh3: max(cur.GCThresh3, orig.GCThresh3)}
+		cur, _ := nodeagent.ReadNeighbourLimits(dir4)
+		back := nodeagent.NeighbourLimits{GCThresh1: max(cur.GCThresh1, orig.GCThresh1), GCThresh2: max(cur.GCThresh2, orig.GCThresh2), GCThresh3: max(cur.GCThresh3, orig.GCThresh3)}
 		if err := nodenet.WriteNeighbourLimits(true, cur, back); err != nil {
 			b.Error(err)
 		}
@@ -114,7 +114,7 @@ func BenchmarkLabVerdicts(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					cur, err := probe.ReadNeighbourLimits(dir4)
+					cur, err := nodeagent.ReadNeighbourLimits(dir4)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -125,7 +125,7 @@ func BenchmarkLabVerdicts(b *testing.B) {
 						if err := nodenet.SizeNeighbourTables(n, os.Stderr); err != nil {
 							b.Fatal(err)
 						}
-					} else if err := nodenet.WriteNeighbourLimits(true, cur, probe.DefaultNeighbourLimits); err != nil {
+					} else if err := nodenet.WriteNeighbourLimits(true, cur, nodeagent.DefaultNeighbourLimits); err != nil {
 						b.Fatal(err)
 					}
 					o0, _ := nodenet.NeighbourOverflows()
@@ -134,7 +134,7 @@ func BenchmarkLabVerdicts(b *testing.B) {
 					pairs := map[[2]int]bool{}
 					withheld := 0
 					for i, r := range res {
-						if probe.Untrusted(r, int64(o1-o0)) {
+						if nodeagent.Untrusted(r, int64(o1-o0)) {
 							withheld++
 						}
 						for _, x := range r {

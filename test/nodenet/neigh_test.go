@@ -16,14 +16,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 	"github.com/migranet/migranet/test/nodenet"
 )
 
 const meshNetwork = "kubevirt/vm-migration-network-mesh"
 
-func lim(t1, t2, t3 int) probe.NeighbourLimits {
-	return probe.NeighbourLimits{GCThresh1: t1, GCThresh2: t2, GCThresh3: t3}
+func lim(t1, t2, t3 int) nodeagent.NeighbourLimits {
+	return nodeagent.NeighbourLimits{GCThresh1: t1, GCThresh2: t2, GCThresh3: t3}
 }
 
 // TestSizeNeighbourTables is the lab's sizing, on a copy of the sysctls: the formula
@@ -37,8 +37,8 @@ func TestSizeNeighbourTables(t *testing.T) {
 		name    string
 		nodes   int
 		held    uint64
-		have    probe.NeighbourLimits
-		want    probe.NeighbourLimits
+		have    nodeagent.NeighbourLimits
+		want    nodeagent.NeighbourLimits
 		logWant string
 	}{
 		{"40 nodes on the defaults", 40, 0, lim(128, 512, 1024), lim(2200, 4400, 8800), "raised to 2200/4400/8800"},
@@ -51,7 +51,7 @@ func TestSizeNeighbourTables(t *testing.T) {
 			defer func(r, s string) { nodenet.SysctlRoot, nodenet.StatRoot = r, s }(nodenet.SysctlRoot, nodenet.StatRoot)
 			nodenet.SysctlRoot, nodenet.StatRoot = root, stat
 			for _, is4 := range []bool{true, false} {
-				dir := filepath.Join(root, probe.SysctlDir(is4))
+				dir := filepath.Join(root, nodeagent.SysctlDir(is4))
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -60,7 +60,7 @@ func TestSizeNeighbourTables(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				statFile := filepath.Join(stat, probe.StatFile(is4))
+				statFile := filepath.Join(stat, nodeagent.StatFile(is4))
 				if err := os.MkdirAll(filepath.Dir(statFile), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -74,7 +74,7 @@ func TestSizeNeighbourTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, is4 := range []bool{true, false} {
-				got, err := probe.ReadNeighbourLimits(filepath.Join(root, probe.SysctlDir(is4)))
+				got, err := nodeagent.ReadNeighbourLimits(filepath.Join(root, nodeagent.SysctlDir(is4)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -91,7 +91,7 @@ func TestSizeNeighbourTables(t *testing.T) {
 
 // TestHostLimitsFromPodNamespace: in a pod's network namespace the neighbour sysctls do not
 // exist (net/ipv4/neigh has the pod's interfaces only, no default), and
-// probe.HostNeighbourLimits, called from a thread in such a namespace, reads the initial
+// nodeagent.HostNeighbourLimits, called from a thread in such a namespace, reads the initial
 // namespace's through a host process (PID 1, or kthreadd where PID 1's link is closed, as on
 // this machine), as the agent does from its pod.
 // Catches: an agent that reads /proc/sys in its own namespace (no limits in any pod).
@@ -102,12 +102,12 @@ func TestHostLimitsFromPodNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nodenet.DelNS(ctx, sb)
-	want, err := probe.ReadNeighbourLimits("/proc/sys/" + probe.SysctlDir(true))
+	want, err := nodeagent.ReadNeighbourLimits("/proc/sys/" + nodeagent.SysctlDir(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	type out struct {
-		l              probe.NeighbourLimits
+		l              nodeagent.NeighbourLimits
 		err, localRead error
 	}
 	ch := make(chan out, 1)
@@ -123,8 +123,8 @@ func TestHostLimitsFromPodNamespace(t *testing.T) {
 			ch <- out{err: err}
 			return
 		}
-		_, local := probe.ReadNeighbourLimits("/proc/sys/" + probe.SysctlDir(true))
-		l, err := probe.HostNeighbourLimits("/proc", true)
+		_, local := nodeagent.ReadNeighbourLimits("/proc/sys/" + nodeagent.SysctlDir(true))
+		l, err := nodeagent.HostNeighbourLimits("/proc", true)
 		ch <- out{l, err, local}
 	}()
 	o := <-ch
@@ -140,15 +140,15 @@ func TestHostLimitsFromPodNamespace(t *testing.T) {
 }
 
 // meshProbers opens a Prober in every sandbox of the mesh (serving), closed at cleanup.
-func meshProbers(t testing.TB, m *nodenet.Mesh, timeout time.Duration) []*probe.Prober {
+func meshProbers(t testing.TB, m *nodenet.Mesh, timeout time.Duration) []*nodeagent.Prober {
 	t.Helper()
-	var ps []*probe.Prober
+	var ps []*nodeagent.Prober
 	for i := range m.N {
-		opened, err := probe.OpenInWithNeighbours(m.NS(i).Path(), "migration0", m.Addr(i), 4797)
+		opened, err := nodeagent.OpenInWithNeighbours(m.NS(i).Path(), "migration0", m.Addr(i), 4797)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := probe.NewProber(opened.Conn, meshNetwork, 1500, timeout, 2)
+		p := nodeagent.NewProber(opened.Conn, meshNetwork, 1500, timeout, 2)
 		p.UseNeighbours(opened.Neighbours)
 		go p.Serve()
 		t.Cleanup(func() { p.Close() })
@@ -159,14 +159,14 @@ func meshProbers(t testing.TB, m *nodenet.Mesh, timeout time.Duration) []*probe.
 
 // allPairs runs one round of every sandbox's prober over every other sandbox at once, and
 // returns each prober's results and the failures in all.
-func allPairs(ctx context.Context, m *nodenet.Mesh, ps []*probe.Prober, spread time.Duration) ([][]probe.Result, int) {
-	res := make([][]probe.Result, len(ps))
+func allPairs(ctx context.Context, m *nodenet.Mesh, ps []*nodeagent.Prober, spread time.Duration) ([][]nodeagent.Result, int) {
+	res := make([][]nodeagent.Result, len(ps))
 	var wg sync.WaitGroup
 	for i, p := range ps {
-		var peers []probe.Peer
+		var peers []nodeagent.Peer
 		for j := range m.N {
 			if j != i {
-				peers = append(peers, probe.Peer{Node: fmt.Sprint(j), Addr: netip.AddrPortFrom(m.Addr(j), 4797)})
+				peers = append(peers, nodeagent.Peer{Node: fmt.Sprint(j), Addr: netip.AddrPortFrom(m.Addr(j), 4797)})
 			}
 		}
 		wg.Add(1)
@@ -187,7 +187,7 @@ func allPairs(ctx context.Context, m *nodenet.Mesh, ps []*probe.Prober, spread t
 // TestNeighbourOverflowIsNoVerdict overflows the kernel's IPv4 neighbour table on purpose: 12
 // sandboxes probing each other (132 entries) with gc_thresh3 lowered to 40 above what the table
 // holds. Some pairs then read Unreachable although every link is up, the kernel counts the
-// overflows (table_fulls), and the agent's rule withholds the round (probe.Untrusted: it reports
+// overflows (table_fulls), and the agent's rule withholds the round (nodeagent.Untrusted: it reports
 // NeighbourTableFull, not the failures). Then nodenet.SizeNeighbourTables raises the thresholds
 // for the 12 nodes, and the next round passes every pair with no overflow.
 //
@@ -206,28 +206,28 @@ func TestNeighbourOverflowIsNoVerdict(t *testing.T) {
 	t.Cleanup(m.Close)
 	ps := meshProbers(t, m, 200*time.Millisecond)
 
-	dir := filepath.Join(nodenet.SysctlRoot, probe.SysctlDir(true))
-	orig, err := probe.ReadNeighbourLimits(dir)
+	dir := filepath.Join(nodenet.SysctlRoot, nodeagent.SysctlDir(true))
+	orig, err := nodeagent.ReadNeighbourLimits(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cur, err := probe.ReadNeighbourLimits(dir)
+		cur, err := nodeagent.ReadNeighbourLimits(dir)
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		back := probe.NeighbourLimits{GCThresh1: max(cur.GCThresh1, orig.GCThresh1), GCThresh2: max(cur.GCThresh2, orig.GCThresh2), GCThresh3: max(cur.GCThresh3, orig.GCThresh3)}
+		back := nodeagent.NeighbourLimits{GCThresh1: max(cur.GCThresh1, orig.GCThresh1), GCThresh2: max(cur.GCThresh2, orig.GCThresh2), GCThresh3: max(cur.GCThresh3, orig.GCThresh3)}
 		if err := nodenet.WriteNeighbourLimits(true, cur, back); err != nil {
 			t.Errorf("restoring the neighbour thresholds %+v: %v", orig, err)
 		}
 	})
-	stats, err := probe.ReadNeighbourStats(filepath.Join(nodenet.StatRoot, probe.StatFile(true)))
+	stats, err := nodeagent.ReadNeighbourStats(filepath.Join(nodenet.StatRoot, nodeagent.StatFile(true)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	low := int(stats.Entries) + 40
-	lowered := probe.NeighbourLimits{GCThresh1: min(orig.GCThresh1, low), GCThresh2: min(orig.GCThresh2, low), GCThresh3: min(orig.GCThresh3, low)}
+	lowered := nodeagent.NeighbourLimits{GCThresh1: min(orig.GCThresh1, low), GCThresh2: min(orig.GCThresh2, low), GCThresh3: min(orig.GCThresh3, low)}
 	if err := nodenet.WriteNeighbourLimits(true, orig, lowered); err != nil {
 		t.Fatal(err)
 	}
@@ -247,13 +247,13 @@ func TestNeighbourOverflowIsNoVerdict(t *testing.T) {
 	}
 	withheld := 0
 	for _, r := range res {
-		if probe.Untrusted(r, overflows) {
+		if nodeagent.Untrusted(r, overflows) {
 			withheld++
 		}
 	}
 	for _, r := range res {
 		for _, x := range r {
-			if x.Reason != "" && !probe.Untrusted(r, overflows) {
+			if x.Reason != "" && !nodeagent.Untrusted(r, overflows) {
 				t.Errorf("a round with a failure (%s) during an overflow would be reported", x.Reason)
 			}
 		}
@@ -311,7 +311,7 @@ func TestAgentNeighbourEntries(t *testing.T) {
 	}
 	t.Cleanup(m.Close)
 	// Room for the agent's and the peers' entries whatever the machine's thresholds.
-	if _, _, err := nodenet.RaiseNeighbourLimits(true, probe.NeighbourLimits{GCThresh1: 512, GCThresh2: 2048, GCThresh3: 4096}); err != nil {
+	if _, _, err := nodenet.RaiseNeighbourLimits(true, nodeagent.NeighbourLimits{GCThresh1: 512, GCThresh2: 2048, GCThresh3: 4096}); err != nil {
 		t.Fatal(err)
 	}
 	ps := meshProbers(t, m, 300*time.Millisecond)
@@ -336,7 +336,7 @@ func TestAgentNeighbourEntries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ps[0].SetNeighbourCap(tc.cap)
 			if tc.remove {
-				ps[0].RemoveNeighbours(probe.DefaultNeighbourGrace)
+				ps[0].RemoveNeighbours(nodeagent.DefaultNeighbourGrace)
 			}
 			// A first round resolves every peer; the second is the steady state measured.
 			if _, _, failed, _ := agentRound(t, m, ps, peers, 2*time.Second); failed != 0 {
@@ -392,12 +392,12 @@ func arpRequests(ctx context.Context, n nodenet.NS) (func() int, error) {
 // settled waits, when p removes its neighbour entries, until a sweep has ended a grace (twice
 // DefaultNeighbourGrace) after since: the entries idle since then have had their chance to go.
 // Without removal nothing changes after a round, and it returns at once.
-func settled(t testing.TB, p *probe.Prober, since time.Time) {
+func settled(t testing.TB, p *nodeagent.Prober, since time.Time) {
 	t.Helper()
 	if p.Swept.Load() == 0 {
 		return
 	}
-	want := since.Add(2 * probe.DefaultNeighbourGrace).UnixNano()
+	want := since.Add(2 * nodeagent.DefaultNeighbourGrace).UnixNano()
 	for deadline := time.Now().Add(10 * time.Second); p.Swept.Load() < want; {
 		if time.Now().After(deadline) {
 			t.Fatalf("no sweep of the neighbour entries ended within 10 s")
@@ -410,12 +410,12 @@ func settled(t testing.TB, p *probe.Prober, since time.Time) {
 // them checks sandbox 0 once at a random moment of it; it samples sandbox 0's entries every
 // 10 ms and returns the most seen, the count a grace after the round, the failed checks and the
 // removals.
-func agentRound(t testing.TB, m *nodenet.Mesh, ps []*probe.Prober, peers int, spread time.Duration) (peak, end, failed int, removed uint64) {
+func agentRound(t testing.TB, m *nodenet.Mesh, ps []*nodeagent.Prober, peers int, spread time.Duration) (peak, end, failed int, removed uint64) {
 	ctx := context.Background()
-	agent := probe.Peer{Node: "agent", Addr: netip.AddrPortFrom(m.Addr(0), 4797)}
-	var list []probe.Peer
+	agent := nodeagent.Peer{Node: "agent", Addr: netip.AddrPortFrom(m.Addr(0), 4797)}
+	var list []nodeagent.Peer
 	for j := 1; j <= peers; j++ {
-		list = append(list, probe.Peer{Node: fmt.Sprint(j), Addr: netip.AddrPortFrom(m.Addr(j), 4797)})
+		list = append(list, nodeagent.Peer{Node: fmt.Sprint(j), Addr: netip.AddrPortFrom(m.Addr(j), 4797)})
 	}
 	removed0 := ps[0].Removed.Load()
 	done := make(chan struct{})
@@ -479,10 +479,10 @@ func TestAgentNeighbourEntriesIPv6(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	if _, err := probe.ReadHostNeighbourStats("/proc", false); err != nil {
+	if _, err := nodeagent.ReadHostNeighbourStats("/proc", false); err != nil {
 		t.Errorf("IPv6 table statistics: %v", err)
 	}
-	if l, err := probe.HostNeighbourLimits("/proc", false); err != nil || l.GCThresh3 == 0 {
+	if l, err := nodeagent.HostNeighbourLimits("/proc", false); err != nil || l.GCThresh3 == 0 {
 		t.Errorf("IPv6 limits: %+v %v", l, err)
 	}
 	ps := meshProbers(t, m, 300*time.Millisecond)
@@ -490,7 +490,7 @@ func TestAgentNeighbourEntriesIPv6(t *testing.T) {
 	if failed != 0 || end != peers {
 		t.Errorf("kept: %d entries listed after the round, %d failed checks; want %d and 0", end, failed, peers)
 	}
-	ps[0].RemoveNeighbours(probe.DefaultNeighbourGrace)
+	ps[0].RemoveNeighbours(nodeagent.DefaultNeighbourGrace)
 	_, end, failed, removed := agentRound(t, m, ps, peers, 500*time.Millisecond)
 	var held []netip.Addr
 	for deadline := time.Now().Add(5 * time.Second); ; { // until the sweeps removed every entry

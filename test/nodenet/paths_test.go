@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/nodenet"
 )
@@ -17,7 +17,7 @@ import (
 // agentOn opens the probe agent's socket the way `migranet probe` does on a node: it finds the
 // sandbox's process by the pod's UID in /proc, enters that process's network namespace and binds
 // migration0's address; the sandbox's process is a pause process in a cgroup named after the pod.
-func (l *lab) agentOn(t *testing.T, sb nodenet.NS, uid string, addr netip.Addr, mtu int) *probe.Prober {
+func (l *lab) agentOn(t *testing.T, sb nodenet.NS, uid string, addr netip.Addr, mtu int) *nodeagent.Prober {
 	t.Helper()
 	root, err := nodenet.CgroupRoot()
 	if err != nil {
@@ -31,13 +31,13 @@ func (l *lab) agentOn(t *testing.T, sb nodenet.NS, uid string, addr netip.Addr, 
 	// Once in a CI run the IPv6 pod's migration0 was not found 0.19 s after the sandbox was made
 	// (not reproduced in later runs): the agent itself retries each round, so the lab gives the
 	// pod's process and interface a few seconds, as one round would.
-	var opened probe.Opened
+	var opened nodeagent.Opened
 	for try := 0; ; try++ {
 		var pid int
-		if pid, err = probe.PodProcess("/proc", uid); err == nil {
-			opened, err = probe.OpenIn(fmt.Sprintf("/proc/%d/ns/net", pid), "migration0", addr, 4797)
+		if pid, err = nodeagent.PodProcess("/proc", uid); err == nil {
+			opened, err = nodeagent.OpenIn(fmt.Sprintf("/proc/%d/ns/net", pid), "migration0", addr, 4797)
 		}
-		if err == nil || try == 30 || !(errors.Is(err, probe.ErrNoInterface) || errors.Is(err, probe.ErrNoProcess)) {
+		if err == nil || try == 30 || !(errors.Is(err, nodeagent.ErrNoInterface) || errors.Is(err, nodeagent.ErrNoProcess)) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -48,7 +48,7 @@ func (l *lab) agentOn(t *testing.T, sb nodenet.NS, uid string, addr netip.Addr, 
 	if opened.MTU != mtu {
 		t.Fatalf("migration0 in %s has MTU %d, want %d", sb, opened.MTU, mtu)
 	}
-	p := probe.NewProber(opened.Conn, "kubevirt/vm-migration-network-x", mtu, 300*time.Millisecond, 2)
+	p := nodeagent.NewProber(opened.Conn, "kubevirt/vm-migration-network-x", mtu, 300*time.Millisecond, 2)
 	go p.Serve()
 	t.Cleanup(func() { p.Close() })
 	return p
@@ -69,8 +69,8 @@ func TestProbeVerdictsOnRealPaths(t *testing.T) {
 	l := startLab(t, nodes...)
 	ctx := context.Background()
 	config := mustConfig(t, `{"clusterNetwork":"migration","range":"10.91.0.0/28","mtu":1500}`)
-	probers := map[string]*probe.Prober{}
-	peers := map[string]probe.Peer{}
+	probers := map[string]*nodeagent.Prober{}
+	peers := map[string]nodeagent.Peer{}
 	sandboxes := map[string]nodenet.NS{}
 	for _, n := range nodes {
 		if err := l.fabric.SetUplink(ctx, n, "migration", 1500); err != nil {
@@ -82,17 +82,17 @@ func TestProbeVerdictsOnRealPaths(t *testing.T) {
 		}
 		sandboxes[n] = sb
 		probers[n] = l.agentOn(t, sb, "uid-virt-handler-"+n, addr.Addr(), 1500)
-		peers[n] = probe.Peer{Node: n, Addr: netip.AddrPortFrom(addr.Addr(), 4797)}
+		peers[n] = nodeagent.Peer{Node: n, Addr: netip.AddrPortFrom(addr.Addr(), 4797)}
 	}
 	// round runs every node's round at once and returns each direction's failure "from>to: reason largest".
 	round := func() map[string]string {
 		type out struct {
 			from string
-			res  []probe.Result
+			res  []nodeagent.Result
 		}
 		ch := make(chan out, len(nodes))
 		for _, from := range nodes {
-			var ps []probe.Peer
+			var ps []nodeagent.Peer
 			for _, to := range nodes {
 				if to != from {
 					ps = append(ps, peers[to])

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/migranet/migranet/netcontroller/probe"
+	"github.com/migranet/migranet/netcontroller/nodeagent"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/nodenet"
 )
@@ -64,14 +64,14 @@ func migrateOverAttachments(t *testing.T, l *lab, vp, name, config string) {
 	}
 	probeA, probeB := l.agentOn(t, sbA, "uid-"+podA, a.Addr(), 1500), l.agentOn(t, sbB, "uid-"+podB, b.Addr(), 1500)
 	verdict := func() string { // "<a to b> <b to a>", each "pass" or "<reason> <largest>"
-		word := func(r probe.Result) string {
+		word := func(r nodeagent.Result) string {
 			if r.Reason == "" {
 				return "pass"
 			}
 			return fmt.Sprintf("%s %d", r.Reason, r.Largest)
 		}
-		ab := probeA.Check(ctx, probe.Peer{Node: "node-b", Addr: netip.AddrPortFrom(b.Addr(), 4797)})
-		ba := probeB.Check(ctx, probe.Peer{Node: "node-a", Addr: netip.AddrPortFrom(a.Addr(), 4797)})
+		ab := probeA.Check(ctx, nodeagent.Peer{Node: "node-b", Addr: netip.AddrPortFrom(b.Addr(), 4797)})
+		ba := probeB.Check(ctx, nodeagent.Peer{Node: "node-a", Addr: netip.AddrPortFrom(a.Addr(), 4797)})
 		return word(ab) + ", " + word(ba)
 	}
 	// The pod network's stand-in: the harness checks the stream never takes it.

@@ -1,4 +1,4 @@
-// Package probe is the probe agent (`migranet probe`, a DaemonSet beside virt-handler): it proves
+// Package nodeagent is the per-node probe agent (`migranet probe`, a DaemonSet beside virt-handler): it proves
 // that every pair of nodes can carry a migration stream over the migration network, and writes
 // what it finds in its node's PathReport.
 //
@@ -21,4 +21,4 @@
 // (neighbourTable, with what to raise when the limits cannot hold the network) and, when the
 // table overflowed during a round in which peers failed, reports NeighbourTableFull instead of
 // those failures.
-package probe
+package nodeagent

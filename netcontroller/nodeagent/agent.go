@@ -1,4 +1,4 @@
-package probe
+package nodeagent
 
 import (
 	"context"
@@ -20,7 +20,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -307,8 +306,8 @@ func (a *Agent) locate(ctx context.Context) located {
 			continue
 		}
 		found = true
-		l := located{network: netcontroller.MigrationNetworkOf(p), podUID: string(p.UID)}
-		switch addr, ok := netcontroller.MigrationAddr(p); {
+		l := located{network: settings.PodMigrationNAD(p), podUID: string(p.UID)}
+		switch addr, ok := settings.PodMigrationAddr(p); {
 		case l.network == "":
 			l.problem, l.msg = v1beta1.ProbeNotAttached, fmt.Sprintf("virt-handler pod %s asks for no migration network (KubeVirt's migrations.network is unset or not rolled out yet)", p.Name)
 		case !ok:
@@ -413,10 +412,10 @@ func (a *Agent) peers(ctx context.Context, s *session) []Peer {
 	var out []Peer
 	for i := range handlers.Items {
 		p := &handlers.Items[i]
-		if p.Spec.NodeName == a.Node || p.DeletionTimestamp != nil || !live[p.Spec.NodeName] || netcontroller.MigrationNetworkOf(p) != s.network {
+		if p.Spec.NodeName == a.Node || p.DeletionTimestamp != nil || !live[p.Spec.NodeName] || settings.PodMigrationNAD(p) != s.network {
 			continue
 		}
-		if addr, ok := netcontroller.MigrationAddr(p); ok && addr.Is4() == s.addr.Is4() {
+		if addr, ok := settings.PodMigrationAddr(p); ok && addr.Is4() == s.addr.Is4() {
 			out = append(out, Peer{Node: p.Spec.NodeName, Addr: netip.AddrPortFrom(addr, uint16(a.Port))})
 		}
 	}
@@ -432,7 +431,7 @@ func (a *Agent) liveAgents(ctx context.Context) map[string]bool {
 	}
 	live := map[string]bool{}
 	for i := range agents.Items {
-		if p := &agents.Items[i]; p.DeletionTimestamp == nil && netcontroller.PodReady(p) {
+		if p := &agents.Items[i]; p.DeletionTimestamp == nil && settings.PodReady(p) {
 			live[p.Spec.NodeName] = true
 		}
 	}

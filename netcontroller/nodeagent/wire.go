@@ -1,4 +1,4 @@
-package probe
+package nodeagent
 
 import (
 	"crypto/sha256"
