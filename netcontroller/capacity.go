@@ -17,15 +17,11 @@ type addressCount struct {
 	usable, used, free *big.Int
 }
 
-// countAddresses counts m's usable addresses (0 when m does not parse) against used, the
+// countAddresses counts m's usable addresses (0 when m is nil) against used, the
 // addresses held in the range (Observation.Used: what virt-handlers report, raised to what the
 // range's whereabouts pool holds). free is usable minus used, at least 0.
-func countAddresses(m *settings.MigrationNetwork, used int64) addressCount {
-	usable, err := settings.UsableAddresses(m)
-	if err != nil {
-		usable = new(big.Int)
-	}
-	c := addressCount{usable: usable, used: big.NewInt(max(used, 0))}
+func countAddresses(m *settings.Network, used int64) addressCount {
+	c := addressCount{usable: m.Usable(), used: big.NewInt(max(used, 0))}
 	c.free = new(big.Int).Sub(c.usable, c.used)
 	if c.free.Sign() < 0 {
 		c.free.SetInt64(0)
@@ -46,7 +42,7 @@ func (c addressCount) status() *v1beta1.IPCapacity {
 }
 
 // capacityOf counts the range's addresses and judges whether enough are free (addressCount.low).
-func capacityOf(m *settings.MigrationNetwork, obs Observation) (metav1.Condition, *v1beta1.IPCapacity) {
+func capacityOf(m *settings.Network, obs Observation) (metav1.Condition, *v1beta1.IPCapacity) {
 	c := countAddresses(m, obs.Used)
 	free, usable := settings.ShortCount(c.free), settings.ShortCount(c.usable)
 	cond := metav1.Condition{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionTrue, Reason: ReasonSufficient,

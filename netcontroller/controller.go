@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,7 +85,7 @@ func watchNetwork(b *builder.Builder, kubevirtNamespace string) *builder.Builder
 func settingKey() metav1.ObjectMeta { return metav1.ObjectMeta{Name: v1beta1.MigrationNetwork} }
 
 // observeSetting reads, from the cache, what an observation needs and judges it.
-func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*settings.Snapshot, Input, *settings.MigrationNetwork, Observation, error) {
+func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*settings.Snapshot, Input, *settings.Network, Observation, error) {
 	in, kv, eff, err := gather(ctx, c, kubevirtNamespace, s)
 	if err != nil {
 		return nil, in, nil, Observation{}, err
@@ -124,7 +123,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // statusOf is the network part of the setting's status: the Ready condition, and IPCapacity with
 // the capacity when a migration network is configured; the nodes and capacity fields.
-func statusOf(snap *settings.Snapshot, m *settings.MigrationNetwork, obs Observation) ([]metav1.Condition, map[string]any, *v1beta1.IPCapacity) {
+func statusOf(snap *settings.Snapshot, m *settings.Network, obs Observation) ([]metav1.Condition, map[string]any, *v1beta1.IPCapacity) {
 	ready := metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: snap.Reason, Message: snap.Message}
 	if snap.Ready {
 		ready.Status = metav1.ConditionTrue
@@ -170,7 +169,7 @@ func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v
 	m := eff.Network
 	if m != nil {
 		in.Network = eff.NAD
-		in.Range, _ = netip.ParsePrefix(m.Range)
+		in.Range = m.Range
 		in.ClusterNetwork = m.ClusterNetwork
 	}
 	nodes := &corev1.NodeList{}
@@ -214,7 +213,7 @@ func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, 
 	kvReady, kvWhy := settings.KubeVirtReady(kv)
 	switch {
 	case m == nil && settings.EffectiveValue(s) != "":
-		snap.Reason, snap.Message = ReasonInvalidValue, "the setting's value does not parse; fix it with kubectl edit"
+		snap.Reason, snap.Message = ReasonInvalidValue, "the setting's value is invalid (condition Configured names every problem); fix it with kubectl edit"
 	case m != nil && snap.AppliedHash != snap.Hash:
 		snap.Reason, snap.Message = ReasonNotApplied, "the settings controller has not applied the current value yet (see condition Configured)"
 	case m != nil && obs.Attached < obs.Eligible:

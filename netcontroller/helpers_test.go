@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
@@ -11,9 +12,9 @@ import (
 
 const valueA = `{"clusterNetwork":"migration","range":"192.168.100.0/24"}`
 
-func parse(t *testing.T, value string) *settings.MigrationNetwork {
+func parse(t *testing.T, value string) *settings.Network {
 	t.Helper()
-	m, _ := settings.ParseMigrationNetwork(value, nil)
+	m, _, _ := settings.ParseNetwork(value, field.NewPath("value"))
 	if value != "" && value != "{" && m == nil {
 		t.Fatalf("value %q did not parse", value)
 	}

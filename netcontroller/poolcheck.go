@@ -43,13 +43,13 @@ type poolCheck struct {
 // report; the pool also counts leaked and other pods' allocations, so a leak shows in the
 // capacity before it bites), and returns when to reconcile again for the next check. A
 // conflicting update is retried after PoolCheckSpacing.
-func (r *Controller) checkPool(ctx context.Context, m *settings.MigrationNetwork, in Input, obs *Observation) (time.Duration, error) {
+func (r *Controller) checkPool(ctx context.Context, m *settings.Network, in Input, obs *Observation) (time.Duration, error) {
 	used, requeue, err := r.checkPoolDue(ctx, m, in, obs.Used)
 	obs.Used = used
 	return requeue, err
 }
 
-func (r *Controller) checkPoolDue(ctx context.Context, m *settings.MigrationNetwork, in Input, used int64) (int64, time.Duration, error) {
+func (r *Controller) checkPoolDue(ctx context.Context, m *settings.Network, in Input, used int64) (int64, time.Duration, error) {
 	st := &r.pool
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -79,7 +79,7 @@ func (r *Controller) checkPoolDue(ctx context.Context, m *settings.MigrationNetw
 	if wait := nextPoolCheck(st.last, now, vanished || st.retry, nearFull(m, max(used, st.held))); wait > 0 {
 		return max(used, st.held), wait, nil
 	}
-	held, err := r.releaseLeaks(ctx, st.rng, settings.Assignable(m), func(ns, name string) bool { return present[ns+"/"+name] })
+	held, err := r.releaseLeaks(ctx, st.rng, m.Assignable, func(ns, name string) bool { return present[ns+"/"+name] })
 	r.Metrics.step(StepCleanup, err)
 	st.last, st.retry = now, err != nil
 	if apierrors.IsConflict(err) {
@@ -112,6 +112,6 @@ func nextPoolCheck(last, now time.Time, prompt, nearFull bool) time.Duration {
 
 // nearFull is the IPCapacity condition's threshold: fewer than 2, or fewer than 10 %, of the
 // usable addresses free.
-func nearFull(m *settings.MigrationNetwork, used int64) bool {
+func nearFull(m *settings.Network, used int64) bool {
 	return countAddresses(m, used).low()
 }

@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/migranet/migranet/settings"
 )
 
 // TestReservationName: the names whereabouts' NormalizeIP gives an unnamed network's
@@ -93,7 +91,7 @@ func TestHeldAddresses(t *testing.T) {
 		{"excluded, network and broadcast addresses are not", res("192.168.100.200", "192.168.100.0", "192.168.100.255"), 2},
 		{"a named network's reservation is not", []Reservation{{Name: "net1-192.168.100.9"}}, 2},
 	} {
-		if got := HeldAddresses(rng, pool, tc.res, settings.Assignable(m)); got != tc.want {
+		if got := HeldAddresses(rng, pool, tc.res, m.Assignable); got != tc.want {
 			t.Errorf("%s: %d held, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -3,48 +3,12 @@ package settings
 import (
 	"cmp"
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
 	"net/netip"
 	"slices"
-	"strings"
 )
-
-// UsableAddresses counts the addresses whereabouts can assign from m: every address of range
-// except its first and last one and except every exclude. whereabouts skips the first (network)
-// and last (broadcast) address of a range for IPv6 as well as IPv4: its first usable IP is the
-// network address + 1 and its last usable IP is the last address of the prefix - 1 in both
-// families. Excludes are removed as whole blocks, including their own first and last addresses.
-//
-// The count is exact and computed from block boundaries (cost O(n log n) in the number of
-// excludes, independent of the range size), never by enumerating addresses; an IPv6 /64
-// has 2^64-2 candidates, so the result is a *big.Int (use ClampInt64 for an int64 status field).
-// Errors: range is not a CIDR, or an exclude does not parse. Excludes of the other family or outside
-// range do not change the count.
-func UsableAddresses(m *MigrationNetwork) (*big.Int, error) {
-	if m == nil {
-		return nil, fmt.Errorf("migration network is disabled")
-	}
-	if !strings.Contains(m.Range, "/") {
-		return nil, fmt.Errorf("range %q is not a CIDR", m.Range)
-	}
-	rng, _, err := parsePrefixOrAddr(m.Range)
-	if err != nil {
-		return nil, fmt.Errorf("range %q: %w", m.Range, err)
-	}
-	excl := make([]netip.Prefix, 0, len(m.Exclude))
-	for i, s := range m.Exclude {
-		p, _, err := parsePrefixOrAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("exclude[%d] %q: %w", i, s, err)
-		}
-		excl = append(excl, p.Masked())
-	}
-	n, _ := usableCount(rng, excl)
-	return n.big(), nil
-}
 
 // ClampInt64 converts a count to int64, saturating at math.MaxInt64 (and 0 for nil or negative).
 func ClampInt64(n *big.Int) int64 {
@@ -57,7 +21,7 @@ func ClampInt64(n *big.Int) int64 {
 	return math.MaxInt64
 }
 
-// usableCount is UsableAddresses on parsed prefixes; it also returns the range's span (its size
+// usableCount is Network.Usable on parsed prefixes; it also returns the range's span (its size
 // minus one, which unlike the size always fits 128 bits). Excludes inside the range are sorted by
 // first address (wider first) and swept: CIDRs nest or are disjoint, so the union is the sum of the
 // blocks not nested in an earlier one. O(n log n), nothing is enumerated.
@@ -205,38 +169,3 @@ func (a uint128) big() *big.Int {
 }
 
 func (a uint128) String() string { return a.big().String() }
-
-// Assignable reports, for an address of m's range, whether whereabouts may hand it out: not the
-// range's first or last address and inside no exclude (the addresses UsableAddresses counts). An
-// address outside the range is not assignable; a value that does not parse assigns nothing.
-func Assignable(m *MigrationNetwork) func(netip.Addr) bool {
-	none := func(netip.Addr) bool { return false }
-	if m == nil {
-		return none
-	}
-	rng, _, err := parsePrefixOrAddr(m.Range)
-	if err != nil {
-		return none
-	}
-	rng = rng.Masked()
-	first, last := rng.Addr(), lastAddr(rng)
-	excl := make([]netip.Prefix, 0, len(m.Exclude))
-	for _, s := range m.Exclude {
-		p, _, err := parsePrefixOrAddr(s)
-		if err != nil {
-			return none
-		}
-		excl = append(excl, p.Masked())
-	}
-	return func(a netip.Addr) bool {
-		if !rng.Contains(a) || a == first || a == last {
-			return false
-		}
-		for _, p := range excl {
-			if p.Contains(a) {
-				return false
-			}
-		}
-		return true
-	}
-}

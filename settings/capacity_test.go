@@ -52,23 +52,33 @@ func TestUsableAddresses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := UsableAddresses(&tc.m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Cmp(tc.want) != 0 {
-				t.Errorf("UsableAddresses = %s, want %s", got, tc.want)
+			if got := typed(t, tc.m).Usable(); got.Cmp(tc.want) != 0 {
+				t.Errorf("Usable = %s, want %s", got, tc.want)
 			}
 		})
 	}
-	for _, bad := range []MigrationNetwork{{Range: "10.0.0.0"}, {Range: "x/24"}, {Range: "10.0.0.0/24", Exclude: []string{"nope"}}} {
-		if _, err := UsableAddresses(&bad); err == nil {
-			t.Errorf("UsableAddresses(%+v): want an error", bad)
+	if got := (*Network)(nil).Usable(); got.Sign() != 0 {
+		t.Errorf("a disabled network has %s usable addresses", got)
+	}
+}
+
+// typed is m's Network without the checks of the value (Usable and Assignable must hold on any
+// blocks: outside the range, of the other family, nested).
+func typed(t testing.TB, m MigrationNetwork) *Network {
+	t.Helper()
+	rng, _, err := parsePrefixOrAddr(m.Range)
+	if err != nil {
+		t.Fatalf("range %q: %v", m.Range, err)
+	}
+	n := &Network{ClusterNetwork: m.ClusterNetwork, VLAN: m.VLAN, Range: rng.Masked(), MTU: m.MTU}
+	for _, e := range m.Exclude {
+		p, _, err := parsePrefixOrAddr(e)
+		if err != nil {
+			t.Fatalf("exclude %q: %v", e, err)
 		}
+		n.Exclude = append(n.Exclude, p.Masked())
 	}
-	if _, err := UsableAddresses(nil); err == nil {
-		t.Error("UsableAddresses(nil): want an error")
-	}
+	return n
 }
 
 // TestUsableMatchesEnumeration cross-checks the arithmetic against counting addresses one by one
@@ -168,11 +178,11 @@ func TestLastAddr(t *testing.T) {
 	}
 }
 
-// TestAssignable: the addresses whereabouts may hand out are those UsableAddresses counts.
+// TestAssignable: the addresses whereabouts may hand out are those Usable counts.
 // Catches: a reservation of the network, broadcast or an excluded address counted as used.
 func TestAssignable(t *testing.T) {
 	m := &MigrationNetwork{ClusterNetwork: "migration", Range: "192.168.100.0/24", Exclude: []string{"192.168.100.128/26", "192.168.100.7"}}
-	ok := Assignable(m)
+	ok := typed(t, *m).Assignable
 	for addr, want := range map[string]bool{
 		"192.168.100.1": true, "192.168.100.254": true, "192.168.100.0": false, "192.168.100.255": false,
 		"192.168.100.7": false, "192.168.100.130": false, "192.168.100.192": true, "10.0.0.1": false,
@@ -181,13 +191,13 @@ func TestAssignable(t *testing.T) {
 			t.Errorf("%s: %v, want %v", addr, got, want)
 		}
 	}
-	v6 := Assignable(&MigrationNetwork{ClusterNetwork: "migration", Range: "fd00:10:77::/64", Exclude: []string{"fd00:10:77::1/128"}})
+	v6 := typed(t, MigrationNetwork{ClusterNetwork: "migration", Range: "fd00:10:77::/64", Exclude: []string{"fd00:10:77::1/128"}}).Assignable
 	for addr, want := range map[string]bool{"fd00:10:77::": false, "fd00:10:77::1": false, "fd00:10:77::2": true, "fd00:10:77:0:ffff:ffff:ffff:ffff": false} {
 		if got := v6(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("%s: %v, want %v", addr, got, want)
 		}
 	}
-	if Assignable(nil)(netip.MustParseAddr("192.168.100.1")) {
+	if (*Network)(nil).Assignable(netip.MustParseAddr("192.168.100.1")) {
 		t.Error("a disabled network assigns an address")
 	}
 }

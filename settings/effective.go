@@ -9,40 +9,47 @@ import (
 )
 
 // Effective is what a vm-migration-network Setting asks for, derived in one place: the effective
-// value (EffectiveValue) parsed, its hash and the name of the NAD it renders to.
+// value (EffectiveValue) parsed and checked by itself once, its hash and the name of the NAD it
+// renders to. Everything downstream (the NAD render, the applied hash, the readiness snapshot, the
+// capacity, the pool check) takes the typed Network from here; Validate adds the cluster's checks
+// without parsing again.
 type Effective struct {
-	// Network is the parsed value; nil when the migration network is disabled or the value does
-	// not parse.
-	Network *MigrationNetwork
+	// Network is the typed value; nil when the migration network is disabled or the value fails a
+	// check of its own.
+	Network *Network
 	// Hash and NAD are Network's hash and NAD name; "" when Network is nil.
 	Hash, NAD string
-	// Errs are the parse errors under "value" (bounded); none when disabled. EffectiveNetwork only
-	// parses: ValidateEffective judges the value as admission does.
+	// Errs are the value's own problems under EffectivePath (bounded); none when disabled or valid.
 	Errs field.ErrorList
+	// Warnings are the value's own soft problems.
+	Warnings []string
+	check    *valueCheck
 }
 
 // Disabled reports whether the setting asks for no migration network: an empty effective value.
-// An unparsable value is neither disabled nor enabled: Errs says why.
+// An invalid value is neither disabled nor enabled: Errs says why.
 func (e Effective) Disabled() bool { return e.Network == nil && len(e.Errs) == 0 }
 
-// EffectiveNetwork parses s's effective value and derives its hash and NAD name. A nil s is
-// disabled.
+// EffectiveNetwork parses s's effective value, runs the checks of the value itself, and derives
+// its hash and NAD name. A nil s is disabled.
 func EffectiveNetwork(s *v1beta1.Setting) Effective {
-	m, errs := ParseMigrationNetwork(EffectiveValue(s), field.NewPath("value"))
+	c := checkRaw(EffectiveValue(s), EffectivePath(s))
+	errs, warns := c.judge(nil)
 	if len(errs) > 0 {
-		return Effective{Errs: errs}
+		return Effective{Errs: errs, check: c}
 	}
-	return EffectiveOf(m)
+	e := EffectiveOf(c.value.network())
+	e.Warnings, e.check = warns, c
+	return e
 }
 
-// EffectiveOf derives, once, the hash and NAD name of a parsed network; nil is disabled. Everything
-// downstream (the NAD render, the applied hash, the readiness snapshot) takes them from here.
-func EffectiveOf(m *MigrationNetwork) Effective {
-	if m == nil {
+// EffectiveOf derives, once, the hash and NAD name of a typed network; nil is disabled.
+func EffectiveOf(n *Network) Effective {
+	if n == nil {
 		return Effective{}
 	}
-	h := m.Hash()
-	return Effective{Network: m, Hash: h, NAD: NADName(h)}
+	h := n.Hash()
+	return Effective{Network: n, Hash: h, NAD: NADName(h)}
 }
 
 // EffectivePath is the field the effective value comes from: "value", or "default" when value
@@ -54,11 +61,14 @@ func EffectivePath(s *v1beta1.Setting) *field.Path {
 	return field.NewPath("value")
 }
 
-// ValidateEffective judges s's effective value as admission judges a stored value:
-// ParseAndValidateMigrationNetwork against cl (nil: only the checks of the value itself), errors
-// under EffectivePath, bounded. The empty value (disabled) is valid. The settings controller runs
-// it before applying anything, for values stored while the webhook did not see them.
-func ValidateEffective(s *v1beta1.Setting, cl *Cluster) field.ErrorList {
-	_, errs, _ := ParseAndValidateMigrationNetwork(EffectiveValue(s), cl, EffectivePath(s))
+// Validate judges the effective value as admission judges a stored value: its own problems and,
+// against cl (nil: none), the cluster's checks, errors under EffectivePath, bounded. The empty
+// value (disabled) is valid. The settings controller runs it before applying anything, for values
+// stored while the webhook did not see them. Nothing is parsed again.
+func (e Effective) Validate(cl *Cluster) field.ErrorList {
+	if e.check == nil {
+		return e.Errs
+	}
+	errs, _ := e.check.judge(cl)
 	return errs
 }

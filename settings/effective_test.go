@@ -11,7 +11,7 @@ import (
 
 func TestEffectiveNetwork(t *testing.T) {
 	valid := `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24"}`
-	m, _ := ParseMigrationNetwork(valid, nil)
+	m, _, _ := ParseNetwork(valid, field.NewPath("value"))
 	tests := []struct {
 		name      string
 		s         *v1beta1.Setting
@@ -39,7 +39,7 @@ func TestEffectiveNetwork(t *testing.T) {
 	}
 }
 
-// TestValidateEffectiveAgreesWithAdmission: the settings controller's judgement of the value in
+// TestValidateEffectiveAgreesWithAdmission: Effective.Validate, the settings controller's judgement of the value in
 // force is the webhook's (ValidateSetting) restricted to the field that value comes from, on the
 // same Cluster; the empty value is valid whatever the nodes.
 // Catches: a second list of rules drifting from admission's; the errors of a default in force
@@ -67,7 +67,7 @@ func TestValidateEffectiveAgreesWithAdmission(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.s.Name = v1beta1.MigrationNetwork
-			got := ValidateEffective(tt.s, tt.cl)
+			got := EffectiveNetwork(tt.s).Validate(tt.cl)
 			if (len(got) > 0) != (tt.path != "") {
 				t.Fatalf("errors:\n%s want some under %q", dumpErrs(got), tt.path)
 			}

@@ -13,37 +13,36 @@ import (
 
 // Seed inputs live in testdata/fuzz/<FuzzName>/ (the files `go test -fuzz` reads and writes).
 
-// FuzzParseMigrationNetwork: parsing never panics; the canonical form re-parses without error to a
-// value with the same hash and canonical bytes; a value that is valid before canonicalisation is
-// valid after; rendering a valid value is deterministic.
+// FuzzParseMigrationNetwork: parsing never panics; the typed value exists exactly when admission
+// (ParseAndValidateMigrationNetwork without a cluster) finds no problem; its canonical form
+// re-parses to a value with the same hash and canonical bytes; rendering it is deterministic.
 func FuzzParseMigrationNetwork(f *testing.F) {
 	f.Add(validValue)
 	f.Fuzz(func(t *testing.T, raw string) {
 		fld := field.NewPath("value")
 		m, perrs := ParseMigrationNetwork(raw, fld)
 		_, allErrs, _ := ParseAndValidateMigrationNetwork(raw, nil, fld)
-		if m == nil {
-			if strings.TrimSpace(raw) != "" && len(perrs) == 0 {
-				t.Fatalf("non-empty %q parsed to nil without error", raw)
-			}
+		n, nerrs, _ := ParseNetwork(raw, fld)
+		if m == nil && strings.TrimSpace(raw) != "" && len(perrs) == 0 {
+			t.Fatalf("non-empty %q parsed to nil without error", raw)
+		}
+		if (n != nil) != (m != nil && len(allErrs) == 0) || dumpErrs(nerrs) != dumpErrs(allErrs) {
+			t.Fatalf("%q: typed %v with %d errors, admission %d errors:\n%s", raw, n != nil, len(nerrs), len(allErrs), dumpErrs(allErrs))
+		}
+		if n == nil {
 			return
 		}
-		canon := m.Canonical()
-		m2, errs2 := ParseMigrationNetwork(string(canon), fld)
-		if len(errs2) > 0 || m2 == nil {
+		canon := n.Canonical()
+		n2, errs2, _ := ParseNetwork(string(canon), fld)
+		if len(errs2) > 0 || n2 == nil {
 			t.Fatalf("canonical %s of %q does not re-parse: %v", canon, raw, errs2)
 		}
-		if m2.Hash() != m.Hash() || string(m2.Canonical()) != string(canon) {
-			t.Fatalf("canonical form unstable:\n %s\n %s", canon, m2.Canonical())
+		if n2.Hash() != n.Hash() || string(n2.Canonical()) != string(canon) {
+			t.Fatalf("canonical form unstable:\n %s\n %s", canon, n2.Canonical())
 		}
-		if len(allErrs) == 0 {
-			if verrs, _ := ValidateMigrationNetwork(m2, nil, fld); len(verrs) > 0 {
-				t.Fatalf("%q is valid but its canonical form %s is not: %v", raw, canon, verrs)
-			}
-			checkRender(t, m, m2)
-		}
-		_ = m.Summary()
-		_, _ = UsableAddresses(m)
+		checkRender(t, n, n2)
+		_ = n.Summary()
+		_ = n.Usable()
 	})
 }
 
@@ -60,26 +59,25 @@ func FuzzValidateMigrationNetwork(f *testing.F) {
 		cl := fuzzCluster(cn, int(nNodes%24), flags, sel)
 		fld := field.NewPath("value")
 		errs, _ := ValidateMigrationNetwork(m, cl, fld)
-		_, _ = UsableAddresses(m)
-		_ = m.Summary()
 		if len(errs) > 0 {
 			return
 		}
-		m2, perrs := ParseMigrationNetwork(string(m.Canonical()), fld)
+		n := checkValue(m, fld).network()
+		if n == nil {
+			t.Fatalf("valid %+v has no typed value", m)
+		}
+		n2, perrs, _ := ParseNetwork(string(n.Canonical()), fld)
 		if len(perrs) > 0 {
-			t.Fatalf("canonical %s does not re-parse: %v", m.Canonical(), perrs)
+			t.Fatalf("canonical %s does not re-parse: %v", n.Canonical(), perrs)
 		}
-		if errs2, _ := ValidateMigrationNetwork(m2, cl, fld); len(errs2) > 0 {
-			t.Fatalf("valid %+v, canonical %s invalid: %v", m, m.Canonical(), errs2)
+		if errs2 := EffectiveOf(n2).Validate(cl); len(errs2) > 0 {
+			t.Fatalf("valid %+v, canonical %s invalid: %v", m, n.Canonical(), errs2)
 		}
-		usable, err := UsableAddresses(m)
-		if err != nil {
-			t.Fatalf("valid value without an address count: %v", err)
-		}
+		usable := n.Usable()
 		if usable.Sign() <= 0 || usable.Cmp(bigInt(len(cl.EligibleNodes()))) < 0 {
 			t.Fatalf("valid value with %s usable addresses for %d nodes", usable, len(cl.EligibleNodes()))
 		}
-		checkRender(t, m, m2)
+		checkRender(t, n, n2)
 	})
 }
 
@@ -109,7 +107,7 @@ func fuzzCluster(cn string, n int, flags uint8, sel string) *Cluster {
 }
 
 // checkRender renders two equivalent values and checks the NADs are identical and well formed.
-func checkRender(t *testing.T, a, b *MigrationNetwork) {
+func checkRender(t *testing.T, a, b *Network) {
 	t.Helper()
 	na, nb := RenderNAD(EffectiveOf(a), "kubevirt"), RenderNAD(EffectiveOf(b), "kubevirt")
 	if na.Name != nb.Name || na.Spec.Config != nb.Spec.Config || na.Labels[LabelHash] != nb.Labels[LabelHash] {

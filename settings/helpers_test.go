@@ -94,3 +94,13 @@ func mustParse(t testing.TB, raw string) *MigrationNetwork {
 	}
 	return m
 }
+
+// mustNetwork is raw's typed value; raw must pass every check of the value itself.
+func mustNetwork(t testing.TB, raw string) *Network {
+	t.Helper()
+	n, errs, _ := ParseNetwork(raw, field.NewPath("value"))
+	if len(errs) > 0 || n == nil {
+		t.Fatalf("parse %s: %v", raw, errs)
+	}
+	return n
+}

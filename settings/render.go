@@ -71,21 +71,20 @@ type ipamConf struct {
 // {"cniVersion":"0.3.1","type":"bridge","bridge":"<cn>-br","promiscMode":true,"vlan":N,"mtu":N,
 // "ipam":{"type":"whereabouts","range":R,"exclude":[...]}}. vlan is omitted when 0 (the bridge
 // plugin treats a missing vlan and vlan 0 alike: no tagging), mtu when 0 (inherit), exclude when
-// empty. Range and excludes are in canonical form and order, so the bytes depend only on the
-// canonical value.
-func NADConfig(m *MigrationNetwork) string {
-	if m == nil {
+// empty. Range and excludes are the typed value's, in canonical form and order, so the bytes
+// depend only on the canonical value.
+func NADConfig(n *Network) string {
+	if n == nil {
 		return ""
 	}
-	c := m.canonicalCopy()
 	b, err := json.Marshal(bridgeConf{
 		CNIVersion:  cniVersion,
 		Type:        "bridge",
-		Bridge:      BridgeName(c.ClusterNetwork),
+		Bridge:      BridgeName(n.ClusterNetwork),
 		PromiscMode: true,
-		VLAN:        c.VLAN,
-		MTU:         c.MTU,
-		IPAM:        ipamConf{Type: "whereabouts", Range: c.Range, Exclude: c.Exclude},
+		VLAN:        n.VLAN,
+		MTU:         n.MTU,
+		IPAM:        ipamConf{Type: "whereabouts", Range: n.Range.String(), Exclude: n.Exclude.Strings()},
 	})
 	if err != nil { // cannot happen for strings, ints and bools
 		return ""

@@ -49,7 +49,7 @@ func TestRenderNADExpected(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if d := gocmp.Diff(tc.want, RenderNAD(EffectiveOf(mustParse(t, tc.raw)), "kubevirt")); d != "" {
+			if d := gocmp.Diff(tc.want, RenderNAD(EffectiveOf(mustNetwork(t, tc.raw)), "kubevirt")); d != "" {
 				t.Errorf("RenderNAD (-want +got):\n%s", d)
 			}
 		})
@@ -57,7 +57,7 @@ func TestRenderNADExpected(t *testing.T) {
 }
 
 func TestRenderNAD(t *testing.T) {
-	m := mustParse(t, validValue)
+	m := mustNetwork(t, validValue)
 	nad := RenderNAD(EffectiveOf(m), "kubevirt")
 	// printf '%s' "$validValue" | sha256sum (validValue is already canonical)
 	const hash = "d37a915f8284b3de95dc96b6c15f56d662a0e493c55db7dd64148f97962a9fa1"
@@ -77,16 +77,16 @@ func TestRenderNAD(t *testing.T) {
 		t.Errorf("config\n got %s\nwant %s", nad.Spec.Config, wantConfig)
 	}
 	// vlan 0, mtu 0 and no excludes are omitted.
-	cfg := RenderNAD(EffectiveOf(mustParse(t, `{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24","exclude":[]}`)), "ns").Spec.Config
+	cfg := RenderNAD(EffectiveOf(mustNetwork(t, `{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24","exclude":[]}`)), "ns").Spec.Config
 	if want := `{"cniVersion":"0.3.1","type":"bridge","bridge":"m-br","promiscMode":true,"ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`; cfg != want {
 		t.Errorf("config\n got %s\nwant %s", cfg, want)
 	}
 	// Same canonical value, same bytes; a different value, a different name.
-	other := mustParse(t, "{ \"mtu\":9000, \"exclude\":[\"192.168.100.1\"], \"range\":\"192.168.100.0/24\", \"vlan\":100, \"clusterNetwork\":\"migration\" }")
+	other := mustNetwork(t, "{ \"mtu\":9000, \"exclude\":[\"192.168.100.1\"], \"range\":\"192.168.100.0/24\", \"vlan\":100, \"clusterNetwork\":\"migration\" }")
 	if d := gocmp.Diff(nad, RenderNAD(EffectiveOf(other), "kubevirt")); d != "" {
 		t.Errorf("equivalent values render differently:\n%s", d)
 	}
-	if RenderNAD(EffectiveOf(mustParse(t, strings.Replace(validValue, "100,", "101,", 1))), "kubevirt").Name == nad.Name {
+	if RenderNAD(EffectiveOf(mustNetwork(t, strings.Replace(validValue, "100,", "101,", 1))), "kubevirt").Name == nad.Name {
 		t.Error("a different value must get a different NAD name")
 	}
 	var decoded map[string]any
@@ -102,10 +102,7 @@ func TestRenderNAD(t *testing.T) {
 }
 
 func TestMTUOfConfig(t *testing.T) {
-	m, errs := ParseMigrationNetwork(`{"clusterNetwork":"migration","range":"10.0.0.0/24","mtu":9000}`, nil)
-	if m == nil {
-		t.Fatal(errs)
-	}
+	m := mustNetwork(t, `{"clusterNetwork":"migration","range":"10.0.0.0/24","mtu":9000}`)
 	for config, want := range map[string]int{NADConfig(m): 9000, `{"type":"bridge"}`: 0, `not json`: 0, `{"mtu":-5}`: 0} {
 		if got := MTUOfConfig(config); got != want {
 			t.Errorf("MTUOfConfig(%s) = %d, want %d", config, got, want)

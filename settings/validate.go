@@ -3,7 +3,6 @@ package settings
 import (
 	"fmt"
 	"math/big"
-	"net/netip"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -45,42 +44,110 @@ func ValidateMigrationNetwork(m *MigrationNetwork, cl *Cluster, fld *field.Path)
 	if m == nil {
 		return nil, nil
 	}
+	v := checkValue(m, fld)
+	cerrs, cwarns := v.againstCluster(cl, fld)
+	return append(v.errs, cerrs...), append(v.warns, cwarns...)
+}
+
+// checkedValue is a decoded value after the checks of the value itself: the typed network built
+// from what those checks parsed (a field that failed is left zero), what the checks that need the
+// cluster may rely on, and the problems found.
+type checkedValue struct {
+	net Network
+	// clusterNetworkOK: the cluster network passed (its nodes can be looked for); rangeOK: the
+	// range is clean (its overlap with the cluster's networks can be judged); countable: the
+	// excludes parsed with the range's family and leave addresses (usable is their count, span the
+	// range's size minus one).
+	clusterNetworkOK, rangeOK, countable bool
+	usable, span                         uint128
+	nExclude                             int
+	rawRange                             string
+	errs                                 field.ErrorList
+	warns                                []string
+}
+
+// checkValue runs the checks of the value itself; it parses each string of m exactly once.
+func checkValue(m *MigrationNetwork, fld *field.Path) *checkedValue {
+	v := &checkedValue{rawRange: m.Range, nExclude: len(m.Exclude)}
 	cnPath, rangePath := fld.Child(keyClusterNetwork), fld.Child(keyRange)
 	cnErrs := validateClusterNetwork(m.ClusterNetwork, cnPath)
-	errs = append(errs, cnErrs...)
-	errs = append(errs, validateVLAN(m.VLAN, fld.Child(keyVLAN))...)
+	v.clusterNetworkOK = len(cnErrs) == 0
+	v.errs = append(v.errs, cnErrs...)
+	vlanErrs := validateVLAN(m.VLAN, fld.Child(keyVLAN))
+	v.errs = append(v.errs, vlanErrs...)
 	rng, rerrs := validateRange(m.Range, rangePath)
-	errs = append(errs, rerrs...)
+	v.errs = append(v.errs, rerrs...)
 	if rng.usable {
 		uerr, uwarn := checkUnicast(rng.prefix, m.Range, rangePath)
 		if uerr != nil {
 			rng.clean = false
-			errs = append(errs, uerr)
+			v.errs = append(v.errs, uerr)
 		}
 		if uwarn != "" {
-			warnings = append(warnings, uwarn)
+			v.warns = append(v.warns, uwarn)
 		}
 	}
-	errs = append(errs, validateMTU(m.MTU, rng, fld.Child(keyMTU))...)
+	mtuErrs := validateMTU(m.MTU, rng, fld.Child(keyMTU))
+	v.errs = append(v.errs, mtuErrs...)
 	excl, countable, eerrs := validateExcludes(m.Exclude, rng, fld.Child(keyExclude))
-	errs = append(errs, eerrs...)
+	v.errs = append(v.errs, eerrs...)
+	v.rangeOK = rng.clean
+	if rng.clean && countable {
+		v.usable, v.span = usableCount(rng.prefix, excl)
+		if v.usable.isZero() {
+			v.errs = append(v.errs, field.Invalid(fld.Child(keyExclude), fmt.Sprintf("%d entries", v.nExclude), fmt.Sprintf(
+				"the excludes cover every assignable address of range %s (%s addresses minus the first and last); "+
+					"remove some excludes or widen the range", rng.prefix, new(big.Int).Add(v.span.big(), big.NewInt(1)))))
+		} else {
+			v.countable = true
+		}
+	}
+	v.net = Network{MTU: m.MTU, VLAN: m.VLAN, Range: rng.prefix, Exclude: Excludes(excl)}
+	if v.clusterNetworkOK {
+		v.net.ClusterNetwork = m.ClusterNetwork
+	}
+	if len(v.errs) == 0 {
+		sortExcludes(v.net.Exclude)
+		if len(v.net.Exclude) == 0 {
+			v.net.Exclude = nil
+		}
+	}
+	return v
+}
 
-	if cl != nil && len(cnErrs) == 0 {
-		if missing, eligible := cl.missingClusterNetwork(m.ClusterNetwork); len(missing) > 0 {
-			errs = append(errs, field.Invalid(cnPath, m.ClusterNetwork, fmt.Sprintf(
+// network is the typed value, nil while any check of the value itself failed.
+func (v *checkedValue) network() *Network {
+	if v == nil || len(v.errs) > 0 {
+		return nil
+	}
+	n := v.net
+	return &n
+}
+
+// againstCluster runs the checks that need the cluster (none for cl nil), on the typed parts the
+// checks of the value itself let through.
+func (v *checkedValue) againstCluster(cl *Cluster, fld *field.Path) (errs field.ErrorList, warnings []string) {
+	if cl == nil {
+		return nil, nil
+	}
+	cnPath, rangePath := fld.Child(keyClusterNetwork), fld.Child(keyRange)
+	if v.clusterNetworkOK {
+		cn := v.net.ClusterNetwork
+		if missing, eligible := cl.missingClusterNetwork(cn); len(missing) > 0 {
+			errs = append(errs, field.Invalid(cnPath, cn, fmt.Sprintf(
 				"cluster network %q is missing on %d of %d eligible nodes (nodes that run virt-handler): %s; "+
 					"attach it to them (they must carry the label %s%s=true) or keep virt-handler off them "+
 					"with the KubeVirt CR's spec.workloads.nodePlacement.nodeSelector",
-				m.ClusterNetwork, len(missing), eligible, listNodes(missing), ClusterNetworkLabelPrefix, m.ClusterNetwork)))
+				cn, len(missing), eligible, listNodes(missing), ClusterNetworkLabelPrefix, cn)))
 		}
 	}
-	if rng.clean && cl != nil {
-		if err := checkClusterRanges(rng.prefix, m.Range, cl, rangePath); err != nil {
+	if v.rangeOK {
+		if err := checkClusterRanges(v.net.Range, v.rawRange, cl, rangePath); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if rng.clean && countable {
-		cerrs, cwarns := checkCapacity(rng.prefix, excl, len(m.Exclude), cl, m.Range, rangePath, fld.Child(keyExclude))
+	if v.countable {
+		cerrs, cwarns := checkCapacity(v, cl, rangePath)
 		errs = append(errs, cerrs...)
 		warnings = append(warnings, cwarns...)
 	}
@@ -136,24 +203,16 @@ func validateMTU(mtu int, rng checkedRange, fld *field.Path) field.ErrorList {
 	return nil
 }
 
-// checkCapacity compares the assignable addresses of rng minus excl with the eligible nodes.
-func checkCapacity(rng netip.Prefix, excl []netip.Prefix, nExcl int, cl *Cluster, rawRange string,
-	rangePath, exclPath *field.Path) (field.ErrorList, []string) {
-	usable, span := usableCount(rng, excl)
-	total := new(big.Int).Add(span.big(), big.NewInt(1))
-	excluded := span.sub(uint128{lo: 1}).sub(usable)
-	if usable.isZero() {
-		return field.ErrorList{field.Invalid(exclPath, fmt.Sprintf("%d entries", nExcl), fmt.Sprintf(
-			"the excludes cover every assignable address of range %s (%s addresses minus the first and last); "+
-				"remove some excludes or widen the range", rng, total))}, nil
-	}
-	if cl == nil {
-		return nil, nil
-	}
+// checkCapacity compares the assignable addresses the checks of the value counted with the
+// eligible nodes.
+func checkCapacity(v *checkedValue, cl *Cluster, rangePath *field.Path) (field.ErrorList, []string) {
+	usable := v.usable
+	total := new(big.Int).Add(v.span.big(), big.NewInt(1))
+	excluded := v.span.sub(uint128{lo: 1}).sub(usable)
 	nodes := len(cl.EligibleNodes())
 	need := uint128{lo: uint64(nodes)}
 	if usable.cmp(need) < 0 {
-		return field.ErrorList{field.Invalid(rangePath, rawRange, fmt.Sprintf(
+		return field.ErrorList{field.Invalid(rangePath, v.rawRange, fmt.Sprintf(
 			"has %s usable addresses (%s in the range, minus the first and last and %s excluded) but there are %d eligible nodes, "+
 				"each needing one for its virt-handler; use a wider range or fewer excludes",
 			usable, total, excluded, nodes))}, nil
@@ -173,23 +232,67 @@ func checkCapacity(rng netip.Prefix, excl []netip.Prefix, nExcl int, cl *Cluster
 // once: a field that failed to decode is not reported again by validation. raw "" (disabled)
 // returns nil, nil, nil.
 func ParseAndValidateMigrationNetwork(raw string, cl *Cluster, fld *field.Path) (*MigrationNetwork, field.ErrorList, []string) {
-	m, errs := ParseMigrationNetwork(raw, fld)
-	if m == nil {
+	c := checkRaw(raw, fld)
+	errs, warns := c.judge(cl)
+	return c.decoded, errs, warns
+}
+
+// ParseNetwork parses raw and runs every check of the value itself: the typed Network and the
+// warnings when it passes, nil and every problem (bounded) when not; nil, nil, nil when raw is
+// empty (disabled). The checks that need the cluster are Effective.Validate's.
+func ParseNetwork(raw string, fld *field.Path) (*Network, field.ErrorList, []string) {
+	c := checkRaw(raw, fld)
+	errs, warns := c.judge(nil)
+	if len(errs) > 0 {
 		return nil, errs, nil
 	}
-	verrs, warns := ValidateMigrationNetwork(m, cl, fld)
-	bad := map[string]bool{}
+	return c.value.network(), nil, warns
+}
+
+// valueCheck is a raw value decoded and checked by itself, each string parsed once: what admission
+// and the controllers judge it on, with or without the cluster.
+type valueCheck struct {
+	decoded *MigrationNetwork // nil: disabled, or not a JSON object
+	value   *checkedValue     // nil with decoded
+	errs    field.ErrorList   // the decode errors, then the value's own not on a field that failed to decode
+	bad     map[string]bool   // fields that failed to decode
+	fld     *field.Path
+}
+
+func checkRaw(raw string, fld *field.Path) *valueCheck {
+	m, errs := ParseMigrationNetwork(raw, fld)
+	c := &valueCheck{decoded: m, errs: errs, fld: fld, bad: map[string]bool{}}
+	if m == nil {
+		return c
+	}
 	for _, e := range errs {
 		if e.Type != field.ErrorTypeDuplicate { // a duplicate key keeps its first value, which is still checked
-			bad[e.Field] = true
+			c.bad[e.Field] = true
 		}
 	}
-	for _, e := range verrs {
-		if !bad[e.Field] && !bad[parentList(e.Field)] {
+	c.value = checkValue(m, fld)
+	c.errs = c.keep(c.errs, c.value.errs)
+	return c
+}
+
+// keep appends to errs those of more that are not on a field that failed to decode.
+func (c *valueCheck) keep(errs, more field.ErrorList) field.ErrorList {
+	for _, e := range more {
+		if !c.bad[e.Field] && !c.bad[parentList(e.Field)] {
 			errs = append(errs, e)
 		}
 	}
-	return m, BoundErrors(errs), BoundWarnings(warns)
+	return errs
+}
+
+// judge is every problem of the value, the cluster's checks included when cl is not nil, bounded.
+func (c *valueCheck) judge(cl *Cluster) (field.ErrorList, []string) {
+	if c.value == nil {
+		return BoundErrors(c.errs), nil
+	}
+	cerrs, cwarns := c.value.againstCluster(cl, c.fld)
+	errs := c.keep(append(field.ErrorList(nil), c.errs...), cerrs)
+	return BoundErrors(errs), BoundWarnings(append(append([]string(nil), c.value.warns...), cwarns...))
 }
 
 // parentList strips a trailing [i] index from a field path string.

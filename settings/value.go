@@ -1,13 +1,7 @@
 package settings
 
 import (
-	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"net/netip"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -94,101 +88,4 @@ func unknownKey(p *field.Path, key string) *field.Error {
 		}
 	}
 	return e
-}
-
-// Canonical returns the canonical JSON of m: keys in a fixed order, vlan always present, mtu and
-// exclude omitted when zero or empty, range and excludes in netip's canonical spelling (lower-case,
-// compressed IPv6; a bare IP exclude becomes /32 or /128) and excludes sorted by address then
-// prefix length. Entries that do not parse are kept as written (sorted after the parsed ones), so an
-// invalid value stays invalid; masking host bits is left to the user (validation suggests it).
-// Whitespace, key order, exclude order, bare-IP vs /32 spelling and omitted vs zero vlan/mtu do not
-// change the result. A nil receiver returns nil.
-func (m *MigrationNetwork) Canonical() []byte {
-	if m == nil {
-		return nil
-	}
-	c := m.canonicalCopy()
-	b, err := json.Marshal(c)
-	if err != nil { // cannot happen for this struct of strings and ints
-		return nil
-	}
-	return b
-}
-
-// canonicalCopy returns a copy of m with the range and excludes canonically spelled and ordered.
-func (m *MigrationNetwork) canonicalCopy() MigrationNetwork {
-	c := *m
-	if p, err := netip.ParsePrefix(m.Range); err == nil {
-		c.Range = p.String()
-	}
-	if len(m.Exclude) == 0 {
-		c.Exclude = nil
-		return c
-	}
-	type entry struct {
-		p    netip.Prefix
-		ok   bool
-		text string
-	}
-	es := make([]entry, len(m.Exclude))
-	for i, s := range m.Exclude {
-		p, _, err := parsePrefixOrAddr(s)
-		es[i] = entry{p: p, ok: err == nil, text: s}
-		if err == nil {
-			es[i].text = p.String()
-		}
-	}
-	slices.SortStableFunc(es, func(a, b entry) int {
-		switch {
-		case a.ok && b.ok:
-			if c := a.p.Addr().Compare(b.p.Addr()); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.p.Bits(), b.p.Bits())
-		case a.ok != b.ok:
-			if a.ok {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.text, b.text)
-	})
-	c.Exclude = make([]string, len(es))
-	for i, e := range es {
-		c.Exclude[i] = e.text
-	}
-	return c
-}
-
-// Hash returns the hex SHA-256 of Canonical(), or "" for a nil receiver.
-func (m *MigrationNetwork) Hash() string {
-	if m == nil {
-		return ""
-	}
-	sum := sha256.Sum256(m.Canonical())
-	return hex.EncodeToString(sum[:])
-}
-
-// Summary is a short human form for `kubectl get`, e.g.
-// "migration vlan 100 192.168.100.0/24 (-1) mtu 9000": cluster network, "vlan N" or "untagged",
-// range, "(-N)" when N exclude entries are set, "mtu N" when set. A nil receiver is "disabled".
-func (m *MigrationNetwork) Summary() string {
-	if m == nil {
-		return "disabled"
-	}
-	c := m.canonicalCopy()
-	parts := []string{c.ClusterNetwork}
-	if c.VLAN != 0 {
-		parts = append(parts, fmt.Sprintf("vlan %d", c.VLAN))
-	} else {
-		parts = append(parts, "untagged")
-	}
-	parts = append(parts, c.Range)
-	if n := len(c.Exclude); n > 0 {
-		parts = append(parts, fmt.Sprintf("(-%d)", n))
-	}
-	if c.MTU != 0 {
-		parts = append(parts, fmt.Sprintf("mtu %d", c.MTU))
-	}
-	return strings.Join(parts, " ")
 }

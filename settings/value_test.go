@@ -126,14 +126,14 @@ func TestHashInvariance(t *testing.T) {
 	}
 	hashes := map[string]string{}
 	for name, raws := range groups {
-		want := mustParse(t, raws[0]).Hash()
+		want := mustNetwork(t, raws[0]).Hash()
 		if len(want) != 64 {
 			t.Fatalf("%s: hash %q is not 64 hex digits", name, want)
 		}
 		for _, raw := range raws[1:] {
-			if got := mustParse(t, raw).Hash(); got != want {
+			if got := mustNetwork(t, raw).Hash(); got != want {
 				t.Errorf("%s: hash of %s = %s, want %s (canonical %s vs %s)", name, raw, got, want,
-					mustParse(t, raw).Canonical(), mustParse(t, raws[0]).Canonical())
+					mustNetwork(t, raw).Canonical(), mustNetwork(t, raws[0]).Canonical())
 			}
 		}
 		for other, h := range hashes {
@@ -144,7 +144,7 @@ func TestHashInvariance(t *testing.T) {
 		hashes[name] = want
 	}
 	// Anchored outside migranet: printf '%s' "$validValue" | sha256sum (validValue is canonical).
-	base := mustParse(t, validValue).Hash()
+	base := mustNetwork(t, validValue).Hash()
 	if base != "d37a915f8284b3de95dc96b6c15f56d662a0e493c55db7dd64148f97962a9fa1" {
 		t.Errorf("hash of %s = %s, want the SHA-256 of its canonical JSON", validValue, base)
 	}
@@ -155,49 +155,41 @@ func TestHashInvariance(t *testing.T) {
 		`{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}`,
 		`{"clusterNetwork":"migration2","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`,
 	} {
-		if mustParse(t, raw).Hash() == base {
+		if mustNetwork(t, raw).Hash() == base {
 			t.Errorf("%s hashes like %s", raw, validValue)
 		}
 	}
 }
 
+// TestCanonical: key order, case, exclude order and bare-IP spelling of the value parsed do not
+// change the canonical form. Catches: a canonical form that keeps what was written (two NADs for
+// one network).
 func TestCanonical(t *testing.T) {
-	m := mustParse(t, `{"mtu":1500,"exclude":["fd00::ff","fd00::10/124","fd00::1"],"range":"FD00::/64","clusterNetwork":"m"}`)
+	m := mustNetwork(t, `{"mtu":1500,"exclude":["fd00::ff","fd00::10/124","fd00::1"],"range":"FD00::/64","clusterNetwork":"m"}`)
 	want := `{"clusterNetwork":"m","vlan":0,"range":"fd00::/64","exclude":["fd00::1/128","fd00::10/124","fd00::ff/128"],"mtu":1500}`
 	if got := string(m.Canonical()); got != want {
 		t.Errorf("Canonical() = %s, want %s", got, want)
 	}
-	// Unparseable entries stay as written, after the parsed ones; host bits are not masked.
-	m = &MigrationNetwork{ClusterNetwork: "m", Range: "10.0.0.5/24", Exclude: []string{"zz", "10.0.0.9", "aa"}}
-	want = `{"clusterNetwork":"m","vlan":0,"range":"10.0.0.5/24","exclude":["10.0.0.9/32","aa","zz"]}`
-	if got := string(m.Canonical()); got != want {
-		t.Errorf("Canonical() = %s, want %s", got, want)
-	}
-	var nilM *MigrationNetwork
-	if nilM.Canonical() != nil || nilM.Hash() != "" || nilM.Summary() != "disabled" {
-		t.Errorf("nil receiver: %q %q %q", nilM.Canonical(), nilM.Hash(), nilM.Summary())
-	}
-	// Canonical does not modify its receiver.
-	if m.Exclude[0] != "zz" || m.Range != "10.0.0.5/24" {
-		t.Errorf("Canonical modified the receiver: %+v", m)
+	var nilN *Network
+	if nilN.Canonical() != nil || nilN.Hash() != "" || nilN.Summary() != "disabled" {
+		t.Errorf("nil receiver: %q %q %q", nilN.Canonical(), nilN.Hash(), nilN.Summary())
 	}
 }
 
-// TestCanonicalUnparsableOrder: every order of the same excludes, parsable or not, has one
-// canonical form (written here by hand: parsed ones by address, then the rest as text).
-// Catches: unparsable entries kept in the order written, or sorted before the parsed ones.
-func TestCanonicalUnparsableOrder(t *testing.T) {
-	const want = `{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24","exclude":["10.0.0.0/30","10.0.0.9/32","aa","zz"]}`
-	perms := [][]string{
-		{"zz", "10.0.0.9", "aa", "10.0.0.0/30"},
-		{"aa", "zz", "10.0.0.0/30", "10.0.0.9/32"},
-		{"10.0.0.9", "zz", "10.0.0.0/30", "aa"},
-		{"10.0.0.0/30", "10.0.0.9", "aa", "zz"},
-	}
-	for _, p := range perms {
-		m := &MigrationNetwork{ClusterNetwork: "m", Range: "10.0.0.0/24", Exclude: p}
-		if got := string(m.Canonical()); got != want {
-			t.Errorf("Canonical() of excludes %q = %s, want %s", p, got, want)
+// TestInvalidHasNoTypedValue: a value that fails a check of its own has no typed value (nothing
+// to hash or render), and admission names the same problems. Catches: a typed value built from a
+// value with host bits, excludes outside the range or unparsable excludes.
+func TestInvalidHasNoTypedValue(t *testing.T) {
+	for _, raw := range []string{
+		`{"clusterNetwork":"m","range":"10.0.0.5/24"}`,
+		`{"clusterNetwork":"m","range":"10.0.0.0/24","exclude":["zz","10.0.0.9"]}`,
+		`{"clusterNetwork":"m","range":"10.0.0.0/24","exclude":["10.0.1.0/24"]}`,
+		`{"clusterNetwork":"m","vlan":4095,"range":"10.0.0.0/24"}`,
+	} {
+		n, errs, _ := ParseNetwork(raw, field.NewPath("value"))
+		_, admission, _ := ParseAndValidateMigrationNetwork(raw, nil, field.NewPath("value"))
+		if n != nil || len(errs) == 0 || dumpErrs(errs) != dumpErrs(admission) {
+			t.Errorf("%s: typed %v, errors:\n%sadmission:\n%s", raw, n, dumpErrs(errs), dumpErrs(admission))
 		}
 	}
 }
@@ -209,7 +201,7 @@ func TestSummary(t *testing.T) {
 		`{"clusterNetwork":"mig","range":"10.0.0.0/24","exclude":["10.0.0.1","10.0.0.2"]}`: "mig untagged 10.0.0.0/24 (-2)",
 	}
 	for raw, want := range tests {
-		if got := mustParse(t, raw).Summary(); got != want {
+		if got := mustNetwork(t, raw).Summary(); got != want {
 			t.Errorf("Summary(%s) = %q, want %q", raw, got, want)
 		}
 	}

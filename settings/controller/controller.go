@@ -132,13 +132,15 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Controller) judge(ctx context.Context, s *v1beta1.Setting) (settings.Effective, error) {
 	eff := settings.EffectiveNetwork(s)
 	var cl *settings.Cluster
-	if eff.Network != nil && eff.Hash != s.Status.AppliedHash {
+	// An invalid value is never the one in force: the nodes are named for it too, so every problem
+	// is told at once.
+	if !eff.Disabled() && (eff.Network == nil || eff.Hash != s.Status.AppliedHash) {
 		var err error
 		if cl, err = r.cluster(ctx); err != nil {
 			return eff, err
 		}
 	}
-	if errs := settings.ValidateEffective(s, cl); len(errs) > 0 {
+	if errs := eff.Validate(cl); len(errs) > 0 {
 		inForce := "nothing was applied before: migrations go on over the pod network"
 		if s.Status.AppliedNetwork != "" {
 			inForce = "the network applied before, " + s.Status.AppliedNetwork + " stays in force"

@@ -189,7 +189,7 @@ func createRunningVMI(ctx context.Context, c client.Client, name, node string, s
 
 // readySnapshot is what the network controller publishes once every node is on the network.
 func readySnapshot() (*settings.Snapshot, error) {
-	m, errs := settings.ParseMigrationNetwork(benchNetwork, field.NewPath("value"))
+	m, errs, _ := settings.ParseNetwork(benchNetwork, field.NewPath("value"))
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}

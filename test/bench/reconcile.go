@@ -11,6 +11,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,7 +121,7 @@ func editLatencies(ctx context.Context, e *env.Env, round int) (latencies, error
 	var lat []time.Duration
 	for i := range recEdits {
 		value := fmt.Sprintf(`{"clusterNetwork":"migration","vlan":%d,"range":"10.%d.%d.0/24"}`, 100+i, 200+round, i)
-		m, errs := settings.ParseMigrationNetwork(value, nil)
+		m, errs, _ := settings.ParseNetwork(value, field.NewPath("value"))
 		if len(errs) > 0 {
 			return latencies{}, errs.ToAggregate()
 		}

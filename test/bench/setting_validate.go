@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"math/rand/v2"
@@ -37,7 +38,7 @@ func settingValidate() ([]string, error) {
 			return nil, fmt.Errorf("benchmark value %s is not cleanly valid: %v %v", m.Range, errs.ToAggregate(), warns)
 		}
 	}
-	want, err := settings.UsableAddresses(v4)
+	want, err := svTypedUsable(v4)
 	if err != nil {
 		return nil, err
 	}
@@ -186,11 +187,24 @@ func svNaiveUsable(m *settings.MigrationNetwork) *big.Int {
 }
 
 func svUsable(m *settings.MigrationNetwork) string {
-	n, err := settings.UsableAddresses(m)
+	n, err := svTypedUsable(m)
 	if err != nil {
 		return "error: " + err.Error()
 	}
 	return n.String()
+}
+
+// svTypedUsable counts m's usable addresses on its typed value, as the network controller does.
+func svTypedUsable(m *settings.MigrationNetwork) (*big.Int, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	n, errs, _ := settings.ParseNetwork(string(raw), field.NewPath("value"))
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return n.Usable(), nil
 }
 
 func svPerOp(r testing.BenchmarkResult) float64 { return float64(r.T.Nanoseconds()) / float64(r.N) }

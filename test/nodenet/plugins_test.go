@@ -14,6 +14,7 @@ import (
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/nodenet"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // lab is a control plane (kube-apiserver, etcd, the whereabouts CRDs) and a fabric of nodes
@@ -88,7 +89,7 @@ func (l *lab) req(cmd, node, pod string, sb nodenet.NS, config string) nodenet.R
 
 func mustConfig(t *testing.T, value string) string {
 	t.Helper()
-	m, errs := settings.ParseMigrationNetwork(value, nil)
+	m, errs, _ := settings.ParseNetwork(value, field.NewPath("value"))
 	if m == nil {
 		t.Fatalf("%s: %v", value, errs)
 	}

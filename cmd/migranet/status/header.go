@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"net/netip"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,12 +33,14 @@ const (
 // Network is the header: the state of the vm-migration-network Setting. JSON names are part of the
 // CLI's interface.
 type Network struct {
-	Setting       string `json:"setting"`
-	Mode          string `json:"mode"`
-	NAD           string `json:"nad"`
-	Applied       bool   `json:"applied"`
-	Summary       string `json:"summary"`
-	Range         string `json:"range"`
+	Setting string `json:"setting"`
+	Mode    string `json:"mode"`
+	NAD     string `json:"nad"`
+	Applied bool   `json:"applied"`
+	Summary string `json:"summary"`
+	Range   string `json:"range"`
+	// rangePrefix is Range as the setting's typed value holds it (InferNetwork reads it).
+	rangePrefix   netip.Prefix
 	Ready         string `json:"ready"`
 	Reason        string `json:"reason"`
 	Message       string `json:"message"`
@@ -87,7 +90,7 @@ func Header(s *v1beta1.Setting) Network {
 	case len(eff.Errs) > 0:
 		n.Mode, n.Summary = ModeUnknown, "invalid value"
 	case eff.Network != nil:
-		n.Mode, n.Summary, n.Range = ModeMigration, eff.Network.Summary(), eff.Network.Range
+		n.Mode, n.Summary, n.Range, n.rangePrefix = ModeMigration, eff.Network.Summary(), eff.Network.Range.String(), eff.Network.Range
 		n.NAD = eff.NAD
 		n.Applied = s.Status.AppliedNetwork == n.NAD
 	}

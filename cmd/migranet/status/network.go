@@ -28,11 +28,9 @@ func InferNetwork(rows []Row, net Network) {
 	switch net.Mode {
 	case ModePod:
 	case ModeMigration:
-		p, err := netip.ParsePrefix(net.Range)
-		if err != nil {
+		if rng = net.rangePrefix; !rng.IsValid() {
 			return
 		}
-		rng = p
 	default:
 		return
 	}
