@@ -33,7 +33,11 @@ func (e Effective) Disabled() bool { return e.Network == nil && len(e.Errs) == 0
 // EffectiveNetwork parses s's effective value, runs the checks of the value itself, and derives
 // its hash and NAD name. A nil s is disabled.
 func EffectiveNetwork(s *v1beta1.Setting) Effective {
-	c := checkRaw(EffectiveValue(s), EffectivePath(s))
+	return effectiveOf(checkRaw(EffectiveValue(s), EffectivePath(s)))
+}
+
+// effectiveOf is the Effective of a value checked by itself.
+func effectiveOf(c *valueCheck) Effective {
 	errs, warns := c.judge(nil)
 	if len(errs) > 0 {
 		return Effective{Errs: errs, check: c}

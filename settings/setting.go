@@ -38,8 +38,17 @@ func EffectiveValue(s *v1beta1.Setting) string {
 // value and default must each be empty or a valid policy (ParseMigrationPolicy). Any other name is
 // an error on metadata.name. Warnings are prefixed with their field path.
 func ValidateSetting(s *v1beta1.Setting, cl *Cluster) (field.ErrorList, []string) {
+	_, errs, warns := JudgeSetting(s, cl)
+	return errs, warns
+}
+
+// JudgeSetting is ValidateSetting that also returns, for vm-migration-network, the Effective of
+// the value in force derived from the same parse (the setting webhook compares its hash with the
+// old object's); the zero Effective for other settings.
+func JudgeSetting(s *v1beta1.Setting, cl *Cluster) (Effective, field.ErrorList, []string) {
+	var eff Effective
 	if s == nil {
-		return field.ErrorList{field.Required(field.NewPath("metadata", "name"), "no Setting given")}, nil
+		return eff, field.ErrorList{field.Required(field.NewPath("metadata", "name"), "no Setting given")}, nil
 	}
 	var errs field.ErrorList
 	var warns []string
@@ -49,10 +58,15 @@ func ValidateSetting(s *v1beta1.Setting, cl *Cluster) (field.ErrorList, []string
 	}{{field.NewPath("value"), s.Value}, {field.NewPath("default"), s.Default}}
 	switch s.Name {
 	case v1beta1.MigrationNetwork:
+		inForce := EffectivePath(s).String()
 		for _, f := range fields {
-			_, ferrs, fwarns := ParseAndValidateMigrationNetwork(f.raw, cl, f.path)
+			c := checkRaw(f.raw, f.path)
+			ferrs, fwarns := c.judge(cl)
 			errs = append(errs, ferrs...)
 			warns = append(warns, fwarns...)
+			if f.path.String() == inForce {
+				eff = effectiveOf(c)
+			}
 		}
 	case v1beta1.MigrationPolicy:
 		for _, f := range fields {
@@ -64,7 +78,7 @@ func ValidateSetting(s *v1beta1.Setting, cl *Cluster) (field.ErrorList, []string
 			v1beta1.MigrationNetwork, v1beta1.MigrationPolicy, e.Detail)
 		errs = append(errs, e)
 	}
-	return BoundErrors(errs), BoundWarnings(warns)
+	return eff, BoundErrors(errs), BoundWarnings(warns)
 }
 
 // validateMigrationPolicy accepts an empty value or a value ParseMigrationPolicy decodes without

@@ -88,12 +88,12 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 		v.Metrics.count(WebhookSetting, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
-	errs, warnings := settings.ValidateSetting(s, cl)
+	eff, errs, warnings := settings.JudgeSetting(s, cl)
 	if note != "" {
 		warnings = append(warnings, note)
 	}
 	rule := RuleSettingValue
-	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && settings.EffectiveNetwork(old).Hash != settings.EffectiveNetwork(s).Hash {
+	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && settings.EffectiveNetwork(old).Hash != eff.Hash {
 		busy, err := v.migrationsInFlight(ctx)
 		if err != nil {
 			v.Metrics.count(WebhookSetting, RuleNone, ResultError)
