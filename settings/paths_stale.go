@@ -2,16 +2,6 @@ package settings
 
 import "time"
 
-// NADRef is how a PathReport names the network its probes ran on: the NAD as namespace/name, as
-// Multus writes it in a pod's network-status. The readiness snapshot and the setting's effective
-// value give the NAD's name alone, in the KubeVirt namespace; "" (no migration network) stays "".
-func NADRef(namespace, name string) string {
-	if name == "" {
-		return ""
-	}
-	return namespace + "/" + name
-}
-
 // NextStale is the first moment after now at which a node's results go stale (and its failing
 // directions stop counting), or the zero time when none will: results turn unverified then with no
 // change of any report, so whoever sums them up looks again at that moment.

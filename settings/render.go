@@ -42,6 +42,16 @@ func NADName(hash string) string {
 	return NADNamePrefix + hash
 }
 
+// NADRef is how a PathReport names the network its probes ran on: the NAD as namespace/name, as
+// Multus writes it in a pod's network-status. The readiness snapshot and the setting's effective
+// value give the NAD's name alone, in the KubeVirt namespace; "" (no migration network) stays "".
+func NADRef(namespace, name string) string {
+	if name == "" {
+		return ""
+	}
+	return namespace + "/" + name
+}
+
 // HashLabelValue fits a hash into a label value (at most 63 characters) by keeping its prefix.
 func HashLabelValue(hash string) string {
 	if len(hash) > 63 {

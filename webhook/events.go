@@ -10,11 +10,9 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
-
-// ReasonMigrationRefused is the reason of the Warning event a refused migration leaves on its VMI.
-const ReasonMigrationRefused = "MigrationRefused"
 
 // maxEventMessage bounds an event's message; the full refusal is in the create's answer.
 const maxEventMessage = 1024
@@ -39,7 +37,7 @@ func (v *MigrationValidator) recordRefusal(ctx context.Context, vmi *kubevirtv1.
 	ref := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{
 		Namespace: vmi.Namespace, Name: vmi.Name, UID: vmi.UID, ResourceVersion: vmi.ResourceVersion,
 	}}
-	v.Recorder.Event(ref, corev1.EventTypeWarning, ReasonMigrationRefused, msg)
+	v.Recorder.Event(ref, corev1.EventTypeWarning, settings.ReasonMigrationRefused, msg)
 }
 
 // RefusalMessage summarises the denying decisions of migration name, naming each rule, e.g.

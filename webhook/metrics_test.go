@@ -145,7 +145,7 @@ func TestMigrationCountersAndEvents(t *testing.T) {
 	if len(events) != 1 {
 		t.Fatalf("events = %q, want exactly one: on the pinned VMI, none for the missing VMI or the dry run", events)
 	}
-	for _, s := range []string{"Warning", ReasonMigrationRefused, "migration mig-pinned refused by migranet feasibleTarget: no node can receive"} {
+	for _, s := range []string{"Warning", settings.ReasonMigrationRefused, "migration mig-pinned refused by migranet feasibleTarget: no node can receive"} {
 		if !strings.Contains(events[0], s) {
 			t.Errorf("event %q lacks %q", events[0], s)
 		}
@@ -163,8 +163,8 @@ func TestMigrationCountersAndEvents(t *testing.T) {
 		t.Fatalf("warn mode: warnings %q, error %v; want admitted with a warning", warnings, err)
 	}
 	e := drain(rec)
-	if len(e) != 1 || !strings.Contains(e[0], ReasonMigrationWarned) || !strings.Contains(e[0], "migration mig-pinned admitted with warnings:\n"+warnings[0]) {
-		t.Errorf("events of a migration admitted with warnings %q: want one %s event quoting %q", e, ReasonMigrationWarned, warnings[0])
+	if len(e) != 1 || !strings.Contains(e[0], settings.ReasonMigrationWarned) || !strings.Contains(e[0], "migration mig-pinned admitted with warnings:\n"+warnings[0]) {
+		t.Errorf("events of a migration admitted with warnings %q: want one %s event quoting %q", e, settings.ReasonMigrationWarned, warnings[0])
 	}
 
 	for _, tc := range []struct {

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
@@ -21,15 +22,6 @@ import (
 const SteeringPath = "/mutate-v1-pod-migration-target"
 
 // +kubebuilder:webhook:path=/mutate-v1-pod-migration-target,mutating=true,failurePolicy=ignore,sideEffects=NoneOnDryRun,groups="",resources=pods,verbs=create,versions=v1,name=steer.migranet.io,admissionReviewVersions=v1,timeoutSeconds=3,reinvocationPolicy=Never
-
-// Reasons of the events the steering leaves on a migration.
-const (
-	// ReasonTargetSteered: the target pod was kept off nodes, or steered towards verified paths.
-	ReasonTargetSteered = "TargetSteered"
-	// ReasonNoTargetLeft: no node is left for the target pod; it stays Pending until KubeVirt
-	// fails the migration.
-	ReasonNoTargetLeft = "NoMigrationTargetLeft"
-)
 
 // TargetSteerer is the mutating webhook on pod CREATE, scoped by its objectSelector to
 // KubeVirt's migration target pods (kubevirt.io=virt-launcher, kubevirt.io/migrationJobUID): it
@@ -119,9 +111,9 @@ func (s *TargetSteerer) record(ctx context.Context, vmim *kubevirtv1.VirtualMach
 		return
 	}
 	ref := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: vmim.Namespace, Name: vmim.Name, UID: types.UID(vmim.UID)}}
-	kind, reason := corev1.EventTypeNormal, ReasonTargetSteered
+	kind, reason := corev1.EventTypeNormal, settings.ReasonTargetSteered
 	if st.NoTarget != "" {
-		kind, reason = corev1.EventTypeWarning, ReasonNoTargetLeft
+		kind, reason = corev1.EventTypeWarning, settings.ReasonNoTargetLeft
 	}
 	s.Recorder.Event(ref, kind, reason, truncate(st.Summary(), maxEventMessage))
 	ctrl.LoggerFrom(ctx).V(1).Info("migration target steered", "migration", vmim.Namespace+"/"+vmim.Name, "excluded", len(st.Excluded), "noTarget", st.NoTarget != "")

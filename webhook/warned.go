@@ -3,20 +3,11 @@ package webhook
 import (
 	"context"
 
+	"github.com/migranet/migranet/settings"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-)
-
-// ReasonMigrationWarned is the reason of the Warning event a migration admitted with warnings
-// (rules in warn mode) leaves on its VMI; AnnotationMigration on that event names the migration.
-// A validating webhook cannot annotate the object it admits, and the migration does not exist yet
-// when it is judged: the event on the VMI, written by the replica that judged it from the very
-// decisions it answered with, is where `kubectl describe vmi` and `migranet status` find them.
-const (
-	ReasonMigrationWarned = "MigrationAdmittedWithWarnings"
-	AnnotationMigration   = "migranet.io/migration"
 )
 
 // recordWarnings leaves a Warning event on the VMI of a migration admitted with warnings, one
@@ -36,5 +27,5 @@ func (v *MigrationValidator) recordWarnings(ctx context.Context, vmi *kubevirtv1
 	ref := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{
 		Namespace: vmi.Namespace, Name: vmi.Name, UID: vmi.UID, ResourceVersion: vmi.ResourceVersion,
 	}}
-	v.Recorder.AnnotatedEventf(ref, map[string]string{AnnotationMigration: vmim.Name}, corev1.EventTypeWarning, ReasonMigrationWarned, "%s", truncate(msg, maxEventMessage))
+	v.Recorder.AnnotatedEventf(ref, map[string]string{settings.AnnotationMigration: vmim.Name}, corev1.EventTypeWarning, settings.ReasonMigrationWarned, "%s", truncate(msg, maxEventMessage))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,28 +9,15 @@ import (
 	"os"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
-	settingscontroller "github.com/migranet/migranet/settings/controller"
-	"github.com/migranet/migranet/settings/statuswrite"
-	"github.com/migranet/migranet/settings/v1beta1"
-	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/certs"
-	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // managerFlags are the manager's command-line options.
@@ -171,7 +157,6 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // startManager sets up the manager with every controller and webhook and runs it until ctx ends.
 func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) error {
-	log := ctrl.Log.WithName("setup")
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading the cluster configuration: %w", err)
@@ -188,144 +173,30 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 			return err
 		}
 	}
-	webhookServer := ctrlwebhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.certDir}
 	var rotator *certs.Rotator
 	if f.certs.SecretName != "" {
 		if rotator, err = certs.New(cfg, f.certs); err != nil {
 			return fmt.Errorf("webhook certificate: %w", err)
 		}
-		webhookServer.TLSOpts = []func(*tls.Config){rotator.ConfigureTLS}
 	}
-	cacheOpts := webhook.CacheOptions(f.kubevirtNamespace)
-	cacheOpts.ByObject[&v1beta1.PathReport{}] = netcontroller.PathReportCache()
-	cacheOpts.ByObject[&appsv1.DaemonSet{}] = netcontroller.ProbeDaemonSetCache(f.probeNamespace)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		Metrics: metricsserver.Options{
-			BindAddress:    f.metricsAddr,
-			SecureServing:  true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization,
-		},
-		WebhookServer:           ctrlwebhook.NewServer(webhookServer),
-		HealthProbeBindAddress:  f.probeAddr,
-		LeaderElection:          f.leaderElect,
-		LeaderElectionID:        "migranet.io",
-		LeaderElectionNamespace: f.namespace,
-		// A replica that stops cleanly hands the controllers over at once instead of after a
-		// lease duration: every code path returns from Start once the context ends.
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &f.leaseDuration,
-		RenewDeadline:                 &f.renewDeadline,
-		RetryPeriod:                   &f.retryPeriod,
-		GracefulShutdownTimeout:       ptr(15 * time.Second),
-		Cache:                         cacheOpts,
-	})
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
-	snapshots := &settings.Store{}
-	settingsMetrics, err1 := statuswrite.NewMetrics(ctrlmetrics.Registry)
-	netMetrics, err2 := netcontroller.NewMetrics(ctrlmetrics.Registry)
-	webhookMetrics, err3 := webhook.NewMetrics(ctrlmetrics.Registry)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
-	}
-	if err := ctrlmetrics.Registry.Register(buildInfoCollector()); err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
-	}
-	if rotator != nil {
-		if err := ctrlmetrics.Registry.Register(rotator.ExpiryCollector()); err != nil {
-			return fmt.Errorf("registering metrics: %w", err)
-		}
-	}
-	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
-		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: settingsMetrics,
-		Guard: &settingscontroller.GuardParams{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the settings controller: %w", err)
-	}
-	if err := (&settingscontroller.PolicyController{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the migration-policy controller: %w", err)
-	}
-	observer := &netcontroller.Observer{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}
-	if err := observer.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the network observer: %w", err)
-	}
-	if err := (&netcontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerNetwork),
-		KubeVirtNamespace: f.kubevirtNamespace,
-		APIReader:         mgr.GetAPIReader(), WhereaboutsNamespace: f.whereaboutsNamespace, Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the network controller: %w", err)
-	}
-	if err := mgr.Add(&netcontroller.Offenders{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerGuard), KubeVirtNamespace: f.kubevirtNamespace,
-		Interval: f.guardScan, Metrics: netMetrics}); err != nil {
-		return fmt.Errorf("setting up the offender scan: %w", err)
-	}
-	// The migration paths' health, published on every replica by the path observer from the probe
-	// agents' PathReports, read by admission (rule pathHealthy) and written to the setting's status
-	// (Healthy, paths) by the leader.
-	paths := &settings.PathStore{}
-	pathsChanged := make(chan event.GenericEvent, 1)
-	pathObserver := &netcontroller.PathObserver{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Changed: pathsChanged}
-	if err := pathObserver.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the path observer: %w", err)
-	}
-	if err := (&netcontroller.PathStatus{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerPaths),
-		KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Observer: pathObserver, Changed: pathsChanged,
-		Metrics: netMetrics}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the path status writer: %w", err)
-	}
-	if err := (&netcontroller.ProbePlacement{Client: mgr.GetClient(), Namespace: f.probeNamespace,
-		KubeVirtNamespace: f.kubevirtNamespace}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the probe agent's placement: %w", err)
-	}
-	pods, err := migrationcheck.NewPodCache(mgr)
+	mgr, err := newManager(cfg, scheme, f, rotator)
 	if err != nil {
 		return err
 	}
-	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Pods: pods, Paths: paths,
-		Metrics: webhookMetrics, Recorder: mgr.GetEventRecorderFor("migranet-webhook")}); err != nil {
-		return fmt.Errorf("setting up webhooks: %w", err)
+	m, err := registerMetrics(rotator)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+	observer, err := setupParts(ctx, mgr, f, m)
+	if err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-		return err
-	}
-	synced := &webhook.SyncedCheck{Cache: webhook.AllSynced{mgr.GetCache(), pods}}
-	if err := mgr.Add(synced); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("informers", synced.Check); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("network-observed", observer.ObservedCheck); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("shutdown", d.check); err != nil {
-		return err
-	}
-	if rotator != nil {
-		if err := mgr.Add(rotator); err != nil {
-			return err
-		}
-		if err := mgr.AddReadyzCheck("certificates", rotator.ReadyCheck); err != nil {
-			return err
-		}
-	}
-	if local != nil {
-		if err := mgr.Add(local); err != nil {
-			return err
-		}
-	}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return settingscontroller.EnsureOwned(ctx, mgr.GetClient())
-	})); err != nil {
+	if err := setupRunnables(mgr, d, observer, rotator, local); err != nil {
 		return err
 	}
 	b := readBuildInfo()
-	log.Info("starting manager", "version", b.Version, "commit", b.Commit, "goVersion", b.GoVersion, "kubevirtNamespace", f.kubevirtNamespace, "dev", dev)
+	ctrl.Log.WithName("setup").Info("starting manager", "version", b.Version, "commit", b.Commit, "goVersion", b.GoVersion,
+		"kubevirtNamespace", f.kubevirtNamespace, "dev", dev)
 	return mgr.Start(ctx)
 }
 

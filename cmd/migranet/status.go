@@ -27,9 +27,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/migranet/migranet/cmd/migranet/status"
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/v1beta1"
-	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
@@ -382,7 +382,7 @@ func readSteeringEvents(ctx context.Context, c client.Reader, namespace string, 
 		return nil
 	}
 	var out []corev1.Event
-	for _, reason := range []string{webhook.ReasonTargetSteered, webhook.ReasonNoTargetLeft} {
+	for _, reason := range []string{settings.ReasonTargetSteered, settings.ReasonNoTargetLeft} {
 		list := &corev1.EventList{}
 		if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{"reason": reason}); err != nil {
 			return nil
@@ -399,7 +399,7 @@ func readWarnedEvents(ctx context.Context, c client.Reader, namespace string, mi
 		return nil
 	}
 	list := &corev1.EventList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{"reason": webhook.ReasonMigrationWarned}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{"reason": settings.ReasonMigrationWarned}); err != nil {
 		return nil
 	}
 	return list.Items

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
-	"github.com/migranet/migranet/webhook"
 )
 
 func vmimYAML(ns, name, vmi string) string {
@@ -225,7 +225,7 @@ var _ = Describe("migration admission", func() {
 		elapsed := time.Since(start)
 		Expect(denied).To(Equal(500))
 		Eventually(vmiEvents).WithContext(ctx).WithArguments(ns, "pinned4").WithTimeout(framework.Short).
-			Should(ContainElement(HavePrefix(webhook.ReasonMigrationRefused + ":")))
+			Should(ContainElement(HavePrefix(settings.ReasonMigrationRefused + ":")))
 		after := managerRequests()
 		GinkgoWriter.Printf("1,050 admissions in %s; migranet API requests before %d after %d\n", elapsed, len(before), len(after))
 		Expect(after[len(before):]).To(BeEmpty(), "requests migranet made while admitting")

@@ -230,10 +230,10 @@ var _ = Describe("observability", func() {
 		Expect(f.Client.Create(ctx, framework.VMIM(ns, "ghost", "missing", nil))).To(HaveOccurred())
 		refuse(framework.VMIM(ns, "stuck", "pinned", nil))
 		Eventually(vmiEvents).WithContext(ctx).WithArguments(ns, "pinned").WithTimeout(framework.Short).Should(ConsistOf(
-			And(HavePrefix(webhook.ReasonMigrationRefused+": migration stuck refused by migranet feasibleTarget: no node can receive"), ContainSubstring("pinned"))))
+			And(HavePrefix(settings.ReasonMigrationRefused+": migration stuck refused by migranet feasibleTarget: no node can receive"), ContainSubstring("pinned"))))
 		out, stderr, err := f.Kubectl("", "describe", "vmi", "-n", ns, "pinned")
 		Expect(err).NotTo(HaveOccurred(), stderr)
-		Expect(out).To(MatchRegexp(`Warning\s+` + webhook.ReasonMigrationRefused + `\s+.*migranet-webhook`))
+		Expect(out).To(MatchRegexp(`Warning\s+` + settings.ReasonMigrationRefused + `\s+.*migranet-webhook`))
 		// The recorder writes in order: the event of the later refusal is there, so one for the
 		// dry run or the missing VMI would be too.
 		Expect(vmiEvents(ctx, ns, "pinned-dry")).To(BeEmpty(), "a dry run has no side effects")

@@ -16,11 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
-	"github.com/migranet/migranet/webhook"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
@@ -155,7 +155,7 @@ var _ = Describe("steering a migration's target pod off the paths the probe agen
 				for _, e := range events.Items {
 					reasons = append(reasons, e.Reason+": "+e.Message)
 				}
-				g.Expect(reasons).To(ContainElement(And(HavePrefix(webhook.ReasonTargetSteered+": target pod of migration "+name), ContainSubstring("excluded from the targets: node-2"))))
+				g.Expect(reasons).To(ContainElement(And(HavePrefix(settings.ReasonTargetSteered+": target pod of migration "+name), ContainSubstring("excluded from the targets: node-2"))))
 			}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 			source = vmi(ctx, ns, "vm").Status.NodeName
 			Expect(source).To(Equal(pod.Spec.NodeName))
@@ -212,7 +212,7 @@ var _ = Describe("steering a migration's target pod off the paths the probe agen
 			for _, e := range events.Items {
 				reasons = append(reasons, e.Type+" "+e.Reason+": "+e.Message)
 			}
-			g.Expect(reasons).To(ContainElement(And(HavePrefix("Warning "+webhook.ReasonNoTargetLeft), ContainSubstring("no node is left for it"))))
+			g.Expect(reasons).To(ContainElement(And(HavePrefix("Warning "+settings.ReasonNoTargetLeft), ContainSubstring("no node is left for it"))))
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 		By("KubeVirt failing the migration when the pod stays unschedulable")
 		Eventually(migrationPhase).WithContext(ctx).WithArguments(ns, "late").WithTimeout(framework.Long).Should(Equal(string(kubevirtv1.MigrationFailed)))

@@ -4,9 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/migranet/migranet/settings"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/migranet/migranet/webhook"
 )
 
 // AttachWarnings sets each row's AdmissionWarnings from the MigrationAdmittedWithWarnings events
@@ -17,8 +16,8 @@ func AttachWarnings(rows []Row, events []corev1.Event) {
 	for i := range rows {
 		r := &rows[i]
 		for _, e := range events {
-			if e.Reason != webhook.ReasonMigrationWarned || e.Namespace != r.Namespace || e.InvolvedObject.Name != r.VMI ||
-				e.Annotations[webhook.AnnotationMigration] != r.Name || eventTime(e).Before(r.Created.Time) {
+			if e.Reason != settings.ReasonMigrationWarned || e.Namespace != r.Namespace || e.InvolvedObject.Name != r.VMI ||
+				e.Annotations[settings.AnnotationMigration] != r.Name || eventTime(e).Before(r.Created.Time) {
 				continue
 			}
 			lines := strings.Split(e.Message, "\n")
@@ -33,7 +32,7 @@ func AttachSteering(rows []Row, events []corev1.Event) {
 	for i := range rows {
 		r := &rows[i]
 		for _, e := range events {
-			if (e.Reason != webhook.ReasonTargetSteered && e.Reason != webhook.ReasonNoTargetLeft) || e.Namespace != r.Namespace ||
+			if (e.Reason != settings.ReasonTargetSteered && e.Reason != settings.ReasonNoTargetLeft) || e.Namespace != r.Namespace ||
 				e.InvolvedObject.Kind != "VirtualMachineInstanceMigration" || e.InvolvedObject.Name != r.Name || eventTime(e).Before(r.Created.Time) {
 				continue
 			}
