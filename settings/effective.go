@@ -33,7 +33,9 @@ func (e Effective) Disabled() bool { return e.Network == nil && len(e.Errs) == 0
 // EffectiveNetwork parses s's effective value, runs the checks of the value itself, and derives
 // its hash and NAD name. A nil s is disabled.
 func EffectiveNetwork(s *v1beta1.Setting) Effective {
-	return effectiveOf(checkRaw(EffectiveValue(s), EffectivePath(s)))
+	raw, path := EffectiveValue(s), EffectivePath(s)
+	c := checkRaw(raw, path)
+	return effectiveOf(c)
 }
 
 // effectiveOf is the Effective of a value checked by itself.

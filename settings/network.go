@@ -44,8 +44,8 @@ func sortExcludes(e Excludes) {
 	})
 }
 
-// Contains reports whether a lies in one of the blocks.
-func (e Excludes) Contains(a netip.Addr) bool {
+// Covers reports whether a lies in one of the blocks.
+func (e Excludes) Covers(a netip.Addr) bool {
 	for _, p := range e {
 		if p.Contains(a) {
 			return true
@@ -149,5 +149,5 @@ func (n *Network) Assignable(a netip.Addr) bool {
 	if n == nil || !n.Range.Contains(a) || a == n.Range.Addr() || a == lastAddr(n.Range) {
 		return false
 	}
-	return !n.Exclude.Contains(a)
+	return !n.Exclude.Covers(a)
 }
