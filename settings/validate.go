@@ -9,6 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// ManagementClusterNetwork is Harvester's built-in cluster network, whose bridge carries the
+// nodes' management traffic untagged.
+const ManagementClusterNetwork = "mgmt"
+
 // Limits of the value's fields.
 const (
 	MaxVLAN      = 4094
@@ -73,7 +77,7 @@ func checkValue(m *MigrationNetwork, fld *field.Path) *checkedValue {
 	cnErrs := validateClusterNetwork(m.ClusterNetwork, cnPath)
 	v.clusterNetworkOK = len(cnErrs) == 0
 	v.errs = append(v.errs, cnErrs...)
-	vlanErrs := validateVLAN(m.VLAN, fld.Child(keyVLAN))
+	vlanErrs := validateVLAN(m.VLAN, m.ClusterNetwork, fld.Child(keyVLAN))
 	v.errs = append(v.errs, vlanErrs...)
 	rng, rerrs := validateRange(m.Range, rangePath)
 	v.errs = append(v.errs, rerrs...)
@@ -147,6 +151,10 @@ func (v *checkedValue) againstCluster(cl *Cluster, fld *field.Path) (errs field.
 		}
 	}
 	if v.countable {
+		n := v.net // the excludes parsed: what whereabouts may assign is known
+		if err := checkNodeAddrs(&n, v.rawRange, cl.Nodes, rangePath); err != nil {
+			errs = append(errs, err)
+		}
 		cerrs, cwarns := checkCapacity(v, cl, rangePath)
 		errs = append(errs, cerrs...)
 		warnings = append(warnings, cwarns...)
@@ -179,10 +187,16 @@ func validateClusterNetwork(cn string, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-func validateVLAN(vlan int, fld *field.Path) field.ErrorList {
+func validateVLAN(vlan int, clusterNetwork string, fld *field.Path) field.ErrorList {
 	if vlan < 0 || vlan > MaxVLAN {
 		return field.ErrorList{field.Invalid(fld, vlan, fmt.Sprintf(
 			"must be between 0 (untagged) and %d (802.1Q reserves 4095); use the VLAN ID the switch ports carry", MaxVLAN))}
+	}
+	if clusterNetwork == ManagementClusterNetwork && vlan <= 1 {
+		return field.ErrorList{field.Invalid(fld, vlan, fmt.Sprintf(
+			"on the %s cluster network, VLAN 0 and 1 are the management network's own untagged traffic (Harvester refuses them too): "+
+				"migration addresses there would sit beside the nodes' and the API server's; use a VLAN ID from 2 to %d, or another cluster network",
+			ManagementClusterNetwork, MaxVLAN))}
 	}
 	return nil
 }
