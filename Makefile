@@ -105,7 +105,7 @@ undeploy: ## delete what deploy applied (CRD and settings included)
 	set -o pipefail; $(KUBECTL) kustomize $(OVERLAY) | $(KUBECTL) delete --ignore-not-found -f -
 
 image: ## container image IMG (docker or podman; CONTAINER_TOOL=podman)
-	$(CONTAINER_TOOL) build -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
 
 # A release: `make release VERSION=v0.1.0 REGISTRY=<your-registry>` writes DIST/VERSION/ (see
 # test/release/build). REGISTRY is where the image archive will be pushed, named in the manifest
