@@ -146,7 +146,7 @@ var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailu
 	var (
 		prev             from
 		oldObjs, newObjs []*unstructured.Unstructured
-		newYAML          []byte
+		oldYAML, newYAML []byte
 		uids             map[string]types.UID
 		applyOutput      string
 		settings         = []*unstructured.Unstructured{
@@ -161,7 +161,7 @@ var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailu
 		Expect(err).NotTo(HaveOccurred())
 		AddReportEntry("upgrading from", prev.why)
 		fmt.Fprintf(GinkgoWriter, "upgrading from %s\n", prev.why)
-		oldYAML, err := renderAt(ctx, c.Binaries.Kubectl, prev.commit, previousImage)
+		oldYAML, err = renderAt(ctx, c.Binaries.Kubectl, prev.commit, previousImage)
 		Expect(err).NotTo(HaveOccurred())
 		newYAML, err = renderAt(ctx, c.Binaries.Kubectl, "", currentImage)
 		Expect(err).NotTo(HaveOccurred())
@@ -326,5 +326,23 @@ var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailu
 		}
 		AddReportEntry("left by the upgrade", left)
 		fmt.Fprintf(GinkgoWriter, "left by the upgrade (installed by the previous release only): %v\n", left)
+	})
+
+	It("downgrades with the previous release's manifests: the apply succeeds, settings kept, objects and workloads as the previous release says", func(ctx context.Context) {
+		out, err := apply(ctx, oldYAML)
+		Expect(err).NotTo(HaveOccurred(), "the downgrade's apply failed:\n%s", out)
+		for _, s := range settings {
+			got, err := live(ctx, s)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.GetUID()).To(Equal(uids[key(s)]), "setting %s was recreated", s.GetName())
+			Expect(got.Object["value"]).To(Equal(s.Object["value"]), "setting %s's value", s.GetName())
+		}
+		out, err = kubectl(ctx, oldYAML, "diff", "--server-side", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), "kubectl diff --server-side after the downgrade:\n%s", out)
+		for _, o := range oldObjs {
+			if k := o.GetKind(); k == "Deployment" || k == "DaemonSet" {
+				Eventually(func(g Gomega) { rolledOut(ctx, g, o, previousImage) }).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+			}
+		}
 	})
 })
