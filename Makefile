@@ -8,13 +8,13 @@ GREMLINS_VERSION ?= v0.6.0
 CONTROLLER_GEN = $(shell bash test/tools/build.sh controller-gen)
 UNIT_PKGS = $$($(GO) list ./... | grep -v '/test/')
 INTEGRATION_TIMEOUT ?= 30m
-# deploy: the kubectl on PATH, else the one built for the local control plane.
-KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo "$$(bash test/tools/build.sh all | cut -d: -f1)/kubectl")
+# deploy and release: the kubectl on PATH, else the one built for the local control plane.
+KUBECTL ?= $(shell command -v kubectl 2>/dev/null || echo "$$(bash test/tools/build.sh kubernetes)/kubectl")
 IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image clean
+.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image release clean
 
 # `make` alone lists the targets: every target carries a `## ` comment, which help prints.
 .DEFAULT_GOAL := help
@@ -105,11 +105,24 @@ undeploy: ## delete what deploy applied (CRD and settings included)
 	set -o pipefail; $(KUBECTL) kustomize $(OVERLAY) | $(KUBECTL) delete --ignore-not-found -f -
 
 image: ## container image IMG (docker or podman; CONTAINER_TOOL=podman)
-	$(CONTAINER_TOOL) build -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+# A release: `make release VERSION=v0.1.0 REGISTRY=<your-registry>` writes DIST/VERSION/ (see
+# test/release/build). REGISTRY is where the image archive will be pushed, named in the manifest
+# as REGISTRY/migranet:VERSION@sha256:...; the default, registry.invalid, resolves nowhere (RFC 2606),
+# so a manifest cut without REGISTRY cannot pull anything but fails visibly.
+REGISTRY ?= registry.invalid
+DIST ?= dist
+# The release renders manifests/ with the kustomize of the pinned kubectl (v1.34.4, kustomize v5.7.1),
+# not whatever kubectl is on PATH: another kustomize may render other bytes.
+RELEASE_KUBECTL ?= $(shell bash test/tools/build.sh kubernetes)/kubectl
+
+release: ## VERSION=vX.Y.Z [REGISTRY=...]: DIST/VERSION/ with the OCI image archive, migranet.yaml pinned by digest, SHA256SUMS; no container daemon
+	$(GO) run ./test/release/build -version "$(VERSION)" -registry "$(REGISTRY)" -kubectl "$(RELEASE_KUBECTL)" -out "$(DIST)"
 
 vendor-patches: ## apply the KubeVirt patch series (v1.9.0, v1.8.4), build the patched v1.8.4 virt-handler, run upstream's tests of the touched packages
 	bash vendor-patches/run.sh virt-handler
 	bash vendor-patches/run.sh upstream
 
-clean: ## remove bin/, .dev/, .dev-bin/ and .test-results/
-	rm -rf bin .dev .dev-bin .test-results
+clean: ## remove bin/, dist/, .dev/, .dev-bin/ and .test-results/
+	rm -rf bin dist .dev .dev-bin .test-results

@@ -97,6 +97,9 @@ case "${1:-all}" in
     build_tool "$kwokdir" sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION kwok
     build_kubevirt
     echo "$k8sdir:$kwokdir:$kvdir" ;;
+  kubernetes)
+    build_k8s
+    echo "$k8sdir" ;;
   kubevirt)
     build_kubevirt
     echo "$kvdir" ;;
@@ -109,5 +112,5 @@ case "${1:-all}" in
   promtool)
     build_tool "$promdir" github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION promtool
     echo "$promdir/promtool" ;;
-  *) log "usage: build.sh [all|kubevirt|cni|controller-gen|promtool]"; exit 2 ;;
+  *) log "usage: build.sh [all|kubernetes|kubevirt|cni|controller-gen|promtool]"; exit 2 ;;
 esac

@@ -1,0 +1,134 @@
+package release
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// decodeObjects reads a multi-document YAML manifest.
+func decodeObjects(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return objs
+		} else if err != nil {
+			t.Fatalf("decoding the manifest: %v", err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// containerImages lists "Kind/name container: image" for every container of every pod template.
+func containerImages(objs []*unstructured.Unstructured) map[string]string {
+	images := map[string]string{}
+	for _, o := range objs {
+		for _, field := range []string{"containers", "initContainers"} {
+			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
+			for _, c := range cs {
+				m, _ := c.(map[string]any)
+				name, _ := m["name"].(string)
+				image, _ := m["image"].(string)
+				images[o.GetKind()+"/"+o.GetName()+" "+name] = image
+			}
+		}
+	}
+	return images
+}
+
+// TestManifestPinsTheArchivesDigest: the fault it catches is a manifest that would run another
+// image than the release's: a digest taken before the image was finished (or of the config, or of
+// the layer), a tag without a digest, the dev image left in one workload (the probe agent's
+// DaemonSet as much as the manager's Deployment), or the wrong registry.
+func TestManifestPinsTheArchivesDigest(t *testing.T) {
+	dir := theRelease(t)
+	img, desc := loadArchive(t, dir, testVersion)
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest != desc.Digest {
+		t.Fatalf("the index names %s, the image's manifest hashes to %s", desc.Digest, digest)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "migranet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := containerImages(decodeObjects(t, data))
+	want := testRegistry + "/migranet:" + testVersion + "@" + digest.String()
+	var workloads []string
+	for where, image := range images {
+		workloads = append(workloads, where)
+		if image != want {
+			t.Errorf("%s runs %q, want %q", where, image, want)
+		}
+	}
+	slices.Sort(workloads)
+	if !slices.Contains(workloads, "Deployment/migranet manager") || !slices.Contains(workloads, "DaemonSet/migranet-probe probe") {
+		t.Errorf("containers %q: want the manager's and the probe agent's", workloads)
+	}
+}
+
+// TestChecksumsVerify: the fault it catches is a SHA256SUMS that does not check what an admin
+// downloads: a file missing from it, a stale sum (written before a file was), a name that is not
+// in the folder, or a format `sha256sum -c` cannot read.
+func TestChecksumsVerify(t *testing.T) {
+	dir := theRelease(t)
+	f, err := os.Open(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	listed := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		sum, name, ok := strings.Cut(sc.Text(), "  ")
+		if !ok || len(sum) != 64 || strings.Contains(name, "/") {
+			t.Fatalf("SHA256SUMS line %q: want \"<64 hex>  <file>\"", sc.Text())
+		}
+		listed[name] = sum
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		if e.Name() != "SHA256SUMS" {
+			files = append(files, e.Name())
+		}
+	}
+	if want := []string{archiveName(testVersion), "migranet.yaml"}; !slices.Equal(files, want) {
+		t.Errorf("the release folder holds %q besides SHA256SUMS, want %q", files, want)
+	}
+	for _, name := range files {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); listed[name] != got {
+			t.Errorf("SHA256SUMS says %s for %s, the file hashes to %s", listed[name], name, got)
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("SHA256SUMS lists %s, which the folder does not hold", name)
+	}
+}
