@@ -76,7 +76,7 @@ func podReviews() ([][]byte, error) {
 				PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{kubevirtv1.CreatedByLabel: "bench-vmi-uid"}}, TopologyKey: corev1.LabelHostname}}},
 			},
-			Containers: []corev1.Container{{Name: "compute", Image: "quay.io/kubevirt/virt-launcher:v1.8.4",
+			Containers: []corev1.Container{{Name: "compute", Image: "example.invalid/kubevirt/virt-launcher:v1.8.4",
 				Command:   []string{"/usr/bin/virt-launcher-monitor", "--qemu-timeout", "300s", "--name", "hard", "--namespace", benchNS},
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "private", MountPath: "/var/run/kubevirt-private"}, {Name: "public", MountPath: "/var/run/kubevirt"},
