@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -145,6 +147,18 @@ var _ = AfterSuite(func() {
 	Expect(unused).To(BeEmpty(), "granted but never used by the manager: remove the marker, or add a spec that exercises it")
 })
 
+// managerMay asks the API server's authorizer whether migranet's identity may verb resource of
+// group in KubeVirt's namespace.
+func managerMay(ctx context.Context, verb, group, resource string) (bool, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: env.ManagerUser,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: cluster.KubeVirtNamespace, Verb: verb, Group: group, Resource: resource}}}
+	got, err := f.Clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return got.Status.Allowed, nil
+}
+
 var _ = Describe("least-privilege RBAC", func() {
 	BeforeEach(func() { DeferCleanup(resetToPodNetwork) })
 
@@ -170,6 +184,11 @@ var _ = Describe("least-privilege RBAC", func() {
 			Expect(f.Client.Update(ctx, now)).To(Succeed())
 		}
 		DeferCleanup(func(ctx context.Context) { restore(ctx); expectForbiddenDuring(from, time.Now()) })
+		// The API server authorizes from its RBAC informer: until it has the new Role, a patch is
+		// still allowed, and a controller quicker than that applies the value (a clean-clone CI run
+		// stayed Applied). The authorizer itself says when the rule is gone.
+		Eventually(func() (bool, error) { return managerMay(ctx, "patch", "kubevirt.io", "kubevirts") }).
+			WithContext(ctx).WithTimeout(framework.Short).Should(BeFalse())
 
 		setValue(ctx, net24)
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).WithTimeout(framework.Long).
