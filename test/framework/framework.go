@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -179,7 +180,33 @@ func (f *Framework) WaitPathsProven(ctx context.Context) {
 		return
 	}
 	EventuallyWithOffset(2, f.SettingCondition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).
-		WithTimeout(Long).Should(HavePrefix("True/"))
+		WithTimeout(Long).Should(HavePrefix("True/"), func() string { return f.describePaths(ctx) })
+}
+
+// describePaths is what a failed wait for Healthy shows: the condition, status.paths and each
+// PathReport (a clean-clone CI run once stayed PathsUnverified and said no more).
+func (f *Framework) describePaths(ctx context.Context) string {
+	var b strings.Builder
+	s := &v1beta1.Setting{}
+	if err := f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err == nil {
+		if c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionHealthy); c != nil {
+			fmt.Fprintf(&b, "Healthy: %s/%s: %s\n", c.Status, c.Reason, c.Message)
+		}
+		if s.Status.Paths != nil {
+			raw, _ := json.Marshal(s.Status.Paths)
+			fmt.Fprintf(&b, "status.paths: %s\n", raw)
+		}
+	}
+	reports := &v1beta1.PathReportList{}
+	if err := f.Client.List(ctx, reports); err != nil {
+		return b.String() + "PathReports: " + err.Error()
+	}
+	for _, r := range reports.Items {
+		r.ManagedFields = nil
+		raw, _ := json.Marshal(r)
+		fmt.Fprintf(&b, "PathReport %s\n", raw)
+	}
+	return b.String()
 }
 
 func (f *Framework) SettingCondition(ctx context.Context, typ string) string {
