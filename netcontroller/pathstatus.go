@@ -256,6 +256,10 @@ func judgePaths(h *settings.PathHealth, network string, attached []string, now t
 		if problem, msg := h.Problem(stale[0]); problem != "" && allReport(h, stale, problem) {
 			// The agents run and say why they cannot probe: name that, not the agent.
 			v.cond.Message = fmt.Sprintf("no attached node has fresh probe results on %s: every probe agent reports %s (%s: %s) (kubectl get mpr)", network, problem, stale[0], msg)
+			if problem == v1beta1.ProbeNotMeasured {
+				// Simulated node networks (the local cluster): nothing to blame.
+				v.cond.Message = fmt.Sprintf("the paths of %s are %s (kubectl get mpr)", network, msg)
+			}
 		}
 	case v.paths.Unverified > 0 && len(stale) > 0:
 		v.cond.Status, v.cond.Reason = metav1.ConditionUnknown, ReasonPathsUnverified

@@ -45,6 +45,7 @@ func TestJudgePaths(t *testing.T) {
 		status   metav1.ConditionStatus
 		reason   string
 		message  []string // substrings
+		unwanted []string // substrings it must not hold
 		paths    string   // status.paths.summary
 		byReason map[string]int
 	}{
@@ -84,6 +85,17 @@ func TestJudgePaths(t *testing.T) {
 			return r
 		}()}, attached: []string{"a", "b"},
 			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"every probe agent reports " + v1beta1.ProbeNoInterface + " (a: no migration0)"}, paths: "0/1 verified"},
+		{name: "simulated node networks: not measured, no agent blamed", reports: []*v1beta1.PathReport{func() *v1beta1.PathReport {
+			r := pathReport("a")
+			r.Problem, r.Message, r.LastRound = v1beta1.ProbeNotMeasured, "not measured on simulated networks (no ping)", nil
+			return r
+		}(), func() *v1beta1.PathReport {
+			r := pathReport("b")
+			r.Problem, r.Message, r.LastRound = v1beta1.ProbeNotMeasured, "not measured on simulated networks (no ping)", nil
+			return r
+		}()}, attached: []string{"a", "b"},
+			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"the paths of " + pathNet + " are not measured on simulated networks (no ping)"},
+			unwanted: []string{"agent"}, paths: "0/1 verified"},
 		{name: "reports of another network: not probed", reports: []*v1beta1.PathReport{func() *v1beta1.PathReport {
 			r := pathReport("a")
 			r.Network = "kubevirt/old"
@@ -100,6 +112,11 @@ func TestJudgePaths(t *testing.T) {
 			for _, want := range tt.message {
 				if !strings.Contains(v.cond.Message, want) {
 					t.Errorf("message %q lacks %q", v.cond.Message, want)
+				}
+			}
+			for _, not := range tt.unwanted {
+				if strings.Contains(v.cond.Message, not) {
+					t.Errorf("message %q names %q", v.cond.Message, not)
 				}
 			}
 			if v.paths.Summary != tt.paths {

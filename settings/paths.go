@@ -145,6 +145,8 @@ func (h *PathHealth) unusable(n string, now time.Time) string {
 	switch {
 	case !ok:
 		return fmt.Sprintf("%s's probe agent has not reported on %s", n, h.Network)
+	case p.problem == v1beta1.ProbeNotMeasured:
+		return fmt.Sprintf("%s's paths are %s", n, p.message)
 	case p.problem != "":
 		return fmt.Sprintf("%s's probe agent cannot probe (%s: %s)", n, p.problem, p.message)
 	case p.freshUntil.IsZero():

@@ -34,6 +34,10 @@ const (
 	// an entry, so the round's failures are not reported as the paths' (nor are its passes:
 	// the report holds no round). NeighbourTable says how full the table is.
 	ProbeNeighbourTableFull = "NeighbourTableFull"
+	// ProbeNotMeasured is never written by an agent on a real cluster: the local cluster's
+	// stand-in of the agent writes it where the nodes' networks are simulated (make dev without
+	// network namespaces), so statuses say the paths are not measured rather than blame an agent.
+	ProbeNotMeasured = "NotMeasured"
 	// ProbeVirtHandlerReplaced is never written by an agent: migranet reads a report as having it
 	// while the virt-handler pod it names is no longer the node's (replaced, the agent's next
 	// round not yet reported), so results of a gone pod's interface judge nothing.

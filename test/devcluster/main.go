@@ -4,7 +4,10 @@
 // it started.
 //
 // Environment: DEV_NODES (default 3) kwok nodes; DEV_DIR (default .dev) state folder;
-// DEV_KUBEVIRT=simulated leaves out KubeVirt's virt-api and virt-controller (run by default).
+// DEV_KUBEVIRT=simulated leaves out KubeVirt's virt-api and virt-controller (run by default);
+// DEV_NODE_NETWORKS=simulated uses the Multus, bridge and whereabouts simulators even where real
+// node networks could run (the fallback of a machine that cannot make them): the paths then read
+// "not measured on simulated networks".
 package main
 
 import (
@@ -49,11 +52,19 @@ func run() error {
 	default:
 		return fmt.Errorf("DEV_KUBEVIRT=%q: want real (default) or simulated", v)
 	}
+	networks := env.NodeNetworksIfAvailable
+	switch v := os.Getenv("DEV_NODE_NETWORKS"); v {
+	case "", "real":
+	case "simulated":
+		networks = env.NodeNetworksSimulated
+	default:
+		return fmt.Errorf("DEV_NODE_NETWORKS=%q: want real (default, when the machine can) or simulated", v)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
 	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: cluster.DefaultNodes(nodes), Progress: os.Stderr,
-		SimulatedKubeVirt: simulated, NodeNetworks: env.NodeNetworksIfAvailable})
+		SimulatedKubeVirt: simulated, NodeNetworks: networks})
 	if err != nil {
 		return err
 	}
@@ -70,6 +81,10 @@ func run() error {
 	kubevirt := "KubeVirt " + cluster.KubeVirtVersion + " virt-api at " + e.VirtAPIURL() + " (webhooks, subresources.kubevirt.io) and virt-controller, virt-handler stand-in"
 	virtctl := fmt.Sprintf("  virtctl:    %s\n", e.Binaries.Virtctl)
 	tryVirtctl := "  virtctl migrate -n <namespace> <vm>   # a VirtualMachine's VMI; virt-api creates the migration\n"
+	nodeNetworks := "real: a network namespace per node and per pod, the real bridge and whereabouts plugins, the probe agents"
+	if e.NodeNetworks == nil {
+		nodeNetworks = "simulated: migration paths are not measured (see the env: line above)"
+	}
 	if simulated {
 		kubevirt = "KubeVirt simulated (no virt-api, no virt-controller)"
 		virtctl, tryVirtctl = "", "" // no virt-api to serve its subresources
@@ -77,6 +92,7 @@ func run() error {
 	fmt.Printf(`
 migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet webhooks at %s
   kubevirt:   %s
+  networks:   %s
   logs:       %s
   kubectl:    %s
 %s
@@ -90,7 +106,7 @@ Try:
 %s
 Ctrl-C stops every process this started.
 `, time.Since(began).Round(time.Second), nodes, fmt.Sprintf("https://%s (a Service in front of %d replicas)", e.Service.Addr(), len(e.Replicas)),
-		kubevirt, e.Dir, e.Binaries.Kubectl, virtctl, rel, cluster.DefaultClusterNetwork, tryVirtctl)
+		kubevirt, nodeNetworks, e.Dir, e.Binaries.Kubectl, virtctl, rel, cluster.DefaultClusterNetwork, tryVirtctl)
 	for {
 		select {
 		case <-ctx.Done():

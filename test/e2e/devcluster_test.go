@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,10 +15,17 @@ import (
 	"github.com/migranet/migranet/test/cluster"
 )
 
-// TestDevClusterReadyAndCleanStop runs the `make dev` program with two nodes, waits for its ready
-// line, uses the kubeconfig it wrote, interrupts it as Ctrl-C would and checks that no process it
-// started survives.
-func TestDevClusterReadyAndCleanStop(t *testing.T) {
+// dev is a running `make dev` program.
+type dev struct {
+	cmd   *exec.Cmd
+	state string // DEV_DIR
+	bins  *cluster.Binaries
+}
+
+// startDev builds and runs the `make dev` program with env added to its environment and waits for
+// its ready line.
+func startDev(t *testing.T, env ...string) *dev {
+	t.Helper()
 	bins, err := cluster.BuildBinaries(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -29,10 +37,9 @@ func TestDevClusterReadyAndCleanStop(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./test/devcluster: %v\n%s", err, out)
 	}
-	state := filepath.Join(dir, "dev")
-	cmd := exec.Command(devcluster)
-	cmd.Env = append(os.Environ(), "DEV_DIR="+state, "DEV_NODES=2")
-	stdout, err := cmd.StdoutPipe()
+	d := &dev{cmd: exec.Command(devcluster), state: filepath.Join(dir, "dev"), bins: bins}
+	d.cmd.Env = append(append(os.Environ(), "DEV_DIR="+d.state), env...)
+	stdout, err := d.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +47,8 @@ func TestDevClusterReadyAndCleanStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	d.cmd.Stderr = stderr
+	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	ready := make(chan bool, 1)
@@ -57,51 +64,100 @@ func TestDevClusterReadyAndCleanStop(t *testing.T) {
 	select {
 	case ok := <-ready:
 		if !ok {
-			_ = cmd.Wait()
+			_ = d.cmd.Wait()
 			logs, _ := os.ReadFile(stderr.Name())
 			t.Fatalf("devcluster exited before it was ready:\n%s", logs)
 		}
 	case <-time.After(5 * time.Minute):
-		_ = cmd.Process.Kill()
+		_ = d.cmd.Process.Kill()
 		t.Fatal("no 'migranet dev: ready' within 5 minutes")
 	}
+	return d
+}
 
-	out, err := exec.Command(bins.Kubectl, "--kubeconfig", filepath.Join(state, "kubeconfig"),
-		"get", "nodes,kubevirt", "-A", "--no-headers").CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl with the written kubeconfig: %v\n%s", err, out)
-	}
-	for _, want := range []string{"node-1", "node-2", "kubevirt"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("kubectl get nodes,kubevirt -A: %q missing from\n%s", want, out)
-		}
-	}
-	started := processesMentioning(state)
-	if len(started) < 5 {
-		t.Errorf("expected etcd, apiserver, controller-manager, scheduler, kwok and migranet under %s, found %d: %v", state, len(started), started)
-	}
+// kubectl runs the real kubectl with the kubeconfig the program wrote.
+func (d *dev) kubectl(args ...string) (string, error) {
+	out, err := exec.Command(d.bins.Kubectl, append([]string{"--kubeconfig", filepath.Join(d.state, "kubeconfig")}, args...)...).CombinedOutput()
+	return string(out), err
+}
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+// interrupt stops the program as Ctrl-C would and checks that no process it started survives.
+func (d *dev) interrupt(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- d.cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Errorf("devcluster exit after Ctrl-C: %v", err)
 		}
 	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
+		_ = d.cmd.Process.Kill()
 		t.Fatal("devcluster did not stop within 60 s of Ctrl-C")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for left := processesMentioning(state); len(left) > 0; left = processesMentioning(state) {
+	for left := processesMentioning(d.state); len(left) > 0; left = processesMentioning(d.state) {
 		if time.Now().After(deadline) {
 			t.Fatalf("processes left after Ctrl-C: %v", left)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// TestDevClusterReadyAndCleanStop runs the `make dev` program with two nodes, waits for its ready
+// line, uses the kubeconfig it wrote, interrupts it as Ctrl-C would and checks that no process it
+// started survives.
+func TestDevClusterReadyAndCleanStop(t *testing.T) {
+	d := startDev(t, "DEV_NODES=2")
+	out, err := d.kubectl("get", "nodes,kubevirt", "-A", "--no-headers")
+	if err != nil {
+		t.Fatalf("kubectl with the written kubeconfig: %v\n%s", err, out)
+	}
+	for _, want := range []string{"node-1", "node-2", "kubevirt"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get nodes,kubevirt -A: %q missing from\n%s", want, out)
+		}
+	}
+	started := processesMentioning(d.state)
+	if len(started) < 5 {
+		t.Errorf("expected etcd, apiserver, controller-manager, scheduler, kwok and migranet under %s, found %d: %v", d.state, len(started), started)
+	}
+	d.interrupt(t)
+}
+
+// TestDevClusterOnSimulatedNetworksBlamesNothing runs `make dev` the way a machine that cannot make
+// network namespaces does (DEV_NODE_NETWORKS=simulated), sets the README's first value and reads
+// the setting's Healthy condition: the paths are "not measured on simulated networks", and no
+// probe agent is blamed for it. The fault it catches: the status of a fallback cluster telling a
+// newcomer to check an agent that never runs there.
+func TestDevClusterOnSimulatedNetworksBlamesNothing(t *testing.T) {
+	d := startDev(t, "DEV_NODES=2", "DEV_NODE_NETWORKS=simulated", "DEV_KUBEVIRT=simulated")
+	defer d.interrupt(t)
+	value := `{"clusterNetwork":"` + cluster.DefaultClusterNetwork + `","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}`
+	if out, err := d.kubectl("patch", "settings.migranet.io", "vm-migration-network", "--type=merge", "-p", `{"value":`+strconv.Quote(value)+`}`); err != nil {
+		t.Fatalf("kubectl patch: %v\n%s", err, out)
+	}
+	var msg string
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		msg, _ = d.kubectl("get", "settings.migranet.io", "vm-migration-network", "-o", `jsonpath={.status.conditions[?(@.type=="Healthy")].message}`)
+		if strings.Contains(msg, "not measured on simulated networks") {
+			break
+		}
+	}
+	if !strings.Contains(msg, "not measured on simulated networks") {
+		t.Fatalf("Healthy's message %q does not say the paths are not measured on simulated networks", msg)
+	}
+	if strings.Contains(msg, "agent") {
+		t.Errorf("Healthy's message %q blames an agent that does not run on simulated networks", msg)
+	}
+	ready, _ := d.kubectl("get", "settings.migranet.io", "vm-migration-network", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+	if ready != "True" {
+		t.Errorf("Ready = %q on simulated networks, want True (the simulators attach every node)", ready)
+	}
+	t.Logf("Healthy on simulated networks: %s", msg)
 }
 
 // processesMentioning lists the command lines of running processes that name path.

@@ -59,6 +59,11 @@ type Options struct {
 	// ProbeArgs follow the probe agent pods' own arguments (with real node networks, the agents
 	// run as processes); DefaultProbeArgs when nil.
 	ProbeArgs []string
+	// Binary is the migranet binary the replicas and the probe agents run; empty builds the work
+	// tree's. Release is what gets installed (the work tree's manifests when zero). The upgrade
+	// suite starts both from the previous release.
+	Binary  string
+	Release Release
 }
 
 // DefaultProbeArgs make the local cluster's probe agents quicker than the DaemonSet's 20 s: a
@@ -77,11 +82,13 @@ type Env struct {
 	Service *sim.Service
 	// NodeNetworks are the nodes' real networks; nil when the plugins are simulated.
 	NodeNetworks *sim.NodeNetworks
-	// ProbeAgents run the probe agent pods' processes; nil without real node networks.
+	// ProbeAgents run the probe agent pods' processes (on simulated node networks, report the
+	// paths not measured instead).
 	ProbeAgents *sim.ProbeAgents
 	progress    io.Writer
 	stopSims    context.CancelFunc
 	simsDone    chan struct{}
+	release     Release // what Reinstall applies
 }
 
 // Start brings the environment up; on error everything already started is stopped.
@@ -99,9 +106,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	binary, err := BuildMigranet(ctx, filepath.Join(opts.Dir+"-bin"))
-	if err != nil {
-		return nil, err
+	binary := opts.Binary
+	if binary == "" {
+		if binary, err = BuildMigranet(ctx, filepath.Join(opts.Dir+"-bin")); err != nil {
+			return nil, err
+		}
 	}
 	c, err := cluster.Start(ctx, cluster.Options{
 		Dir: opts.Dir, Binaries: bins, Progress: opts.Progress, AuditPolicy: opts.AuditPolicy,
@@ -110,7 +119,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Cluster: c, progress: opts.Progress}
+	e := &Env{Cluster: c, progress: opts.Progress, release: opts.Release}
 	defer func() {
 		if err != nil {
 			e.Stop()
@@ -119,13 +128,14 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
 		return nil, err
 	}
-	if e.NodeNetworks, err = startNodeNetworks(ctx, c, opts.NodeNetworks, len(opts.Nodes), opts.Progress); err != nil {
+	var simulated string
+	if e.NodeNetworks, simulated, err = startNodeNetworks(ctx, c, opts.NodeNetworks, len(opts.Nodes), opts.Progress); err != nil {
 		return nil, err
 	}
 	if opts.ProbeArgs == nil {
 		opts.ProbeArgs = DefaultProbeArgs
 	}
-	if err := e.startSimulators(!opts.SimulatedKubeVirt, binary, opts.ProbeArgs); err != nil {
+	if err := e.startSimulators(!opts.SimulatedKubeVirt, binary, opts.ProbeArgs, simulated); err != nil {
 		return nil, err
 	}
 	if err := cluster.CreateNodes(ctx, c.Client, opts.Nodes); err != nil {
@@ -168,8 +178,9 @@ func (e *Env) Stop() {
 const HandlerMigrationTime = 500 * time.Millisecond
 
 // startSimulators runs the virt-operator and Multus simulators in this process, and the
-// virt-handler stand-in when KubeVirt's controllers run.
-func (e *Env) startSimulators(handler bool, binary string, probeArgs []string) error {
+// virt-handler stand-in when KubeVirt's controllers run. simulated says why the node networks
+// are simulated ("" when real): the agents' stand-in then reports the paths not measured.
+func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, simulated string) error {
 	logFile, err := os.Create(filepath.Join(e.Dir, "simulators.log"))
 	if err != nil {
 		return err
@@ -193,8 +204,14 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string) e
 	if err := multus.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	what := "virt-operator and Multus simulators"
-	if e.NodeNetworks != nil {
+	what := "virt-operator and Multus simulators, probe agent stand-in reporting the paths not measured"
+	if e.NodeNetworks == nil {
+		e.ProbeAgents = &sim.ProbeAgents{Client: mgr.GetClient(), Clientset: e.Clientset, Server: e.Config.Host,
+			CA: e.CA.CertPEM, Dir: e.Dir, Unmeasured: simulated}
+		if err := e.ProbeAgents.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	} else {
 		agent := &sim.HarvesterAgent{Client: mgr.GetClient(), Nodes: e.NodeNetworks}
 		if err := agent.SetupWithManager(mgr); err != nil {
 			return err

@@ -29,10 +29,14 @@ const (
 )
 
 // RenderManifests runs the real kubectl's kustomize on dir (relative to the repository root, e.g.
-// "manifests" or "manifests/overlays/cert-manager") and returns the objects it renders.
+// "manifests" or "manifests/overlays/cert-manager", or an absolute path such as another release's
+// manifests) and returns the objects it renders.
 func RenderManifests(ctx context.Context, kubectl, dir string) ([]*unstructured.Unstructured, error) {
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(cluster.RepoRoot(), dir)
+	}
 	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join(cluster.RepoRoot(), dir))
+	cmd := exec.CommandContext(ctx, kubectl, "kustomize", dir)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("kubectl kustomize %s: %v: %s", dir, err, stderr.String())
@@ -86,12 +90,52 @@ func Apply(ctx context.Context, c *cluster.Cluster, objs []*unstructured.Unstruc
 	return nil
 }
 
-// installForLocalReplicas applies the default overlay the way the environment runs it: every
-// object except the Deployment, whose replicas run as processes on this machine (nothing runs
-// containers here), and a webhook configuration that reaches them through the Service simulator
-// by URL instead of through the Service.
-func installForLocalReplicas(ctx context.Context, c *cluster.Cluster, serviceURL string, caBundle []byte, flags ...string) error {
-	objs, err := RenderManifests(ctx, c.Binaries.Kubectl, "manifests")
+// DevImage is the image the manifests name until a release pins one.
+const DevImage = "migranet:dev"
+
+// Release is what the environment installs: the default overlay of Manifests (a folder kubectl
+// kustomize renders, relative to the repository root or absolute; "manifests" when empty), with
+// Image in place of DevImage (DevImage when empty), as a release's manifest names its image.
+type Release struct{ Manifests, Image string }
+
+func (r Release) render(ctx context.Context, kubectl string) ([]*unstructured.Unstructured, error) {
+	dir := r.Manifests
+	if dir == "" {
+		dir = "manifests"
+	}
+	objs, err := RenderManifests(ctx, kubectl, dir)
+	if err != nil || r.Image == "" {
+		return objs, err
+	}
+	for _, u := range objs {
+		if err := setImage(u, r.Image); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
+
+// setImage replaces DevImage by image in every container of a workload's pod template.
+func setImage(u *unstructured.Unstructured, image string) error {
+	containers, found, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if err != nil || !found {
+		return err
+	}
+	for i, c := range containers {
+		if m, ok := c.(map[string]any); ok && m["image"] == DevImage {
+			m["image"] = image
+			containers[i] = m
+		}
+	}
+	return unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+}
+
+// installForLocalReplicas applies release's default overlay the way the environment runs it:
+// every object except the Deployment, whose replicas run as processes on this machine (nothing
+// runs containers here), and a webhook configuration that reaches them through the Service
+// simulator by URL instead of through the Service.
+func installForLocalReplicas(ctx context.Context, c *cluster.Cluster, release Release, serviceURL string, caBundle []byte, flags ...string) error {
+	objs, err := release.render(ctx, c.Binaries.Kubectl)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,15 @@ func (e *Env) startManager(ctx context.Context, binary, dir string, replicas int
 // --server-side -k manifests/`, here without the Deployment and with the webhooks pointed at the
 // Service simulator); it fails where that command would, on a conflict. flags go to kubectl apply.
 func (e *Env) Reinstall(ctx context.Context, flags ...string) error {
-	return installForLocalReplicas(ctx, e.Cluster, "https://"+e.Service.Addr(), nil, flags...)
+	return installForLocalReplicas(ctx, e.Cluster, e.release, "https://"+e.Service.Addr(), nil, flags...)
+}
+
+// Upgrade applies another release's manifests, the admin's `kubectl apply --server-side -f
+// migranet.yaml`: from then on Reinstall applies those. The running replicas are left alone, as
+// a Deployment's pods are until its rollout replaces them (see NewReplica).
+func (e *Env) Upgrade(ctx context.Context, to Release, flags ...string) error {
+	e.release = to
+	return e.Reinstall(ctx, flags...)
 }
 
 // StartReplicas starts every replica that is not running, at once, and waits until each is ready
@@ -95,11 +103,14 @@ func (e *Env) Leader() *Manager {
 	return nil
 }
 
-// NewReplica returns another manager replica (not started) like the first one: same binary and
-// identity, behind the same Service.
+// NewReplica returns another manager replica (not started) like the first one: same identity,
+// behind the same Service, running binary (the first one's when empty).
 func (e *Env) NewReplica(binary, kubeconfig, name string) *Manager {
 	if e.Manager != nil {
-		binary, kubeconfig = e.Manager.Binary, e.Manager.Kubeconfig
+		kubeconfig = e.Manager.Kubeconfig
+		if binary == "" {
+			binary = e.Manager.Binary
+		}
 	}
 	return &Manager{Binary: binary, Kubeconfig: kubeconfig, Name: name,
 		Dir: filepath.Join(e.Dir, "migranet"), Service: e.Service}

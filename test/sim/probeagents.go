@@ -49,9 +49,16 @@ type ProbeAgents struct {
 	CA                  []byte
 	ExtraArgs           []string
 
-	mu    sync.Mutex
-	procs map[types.UID]*agentProc
-	held  map[string]bool // nodes whose agent is kept down (Hold)
+	// Unmeasured, when set, says why the nodes' networks are simulated: no agent process runs
+	// then (there is no migration0 to probe from); each agent pod's PathReport says instead that
+	// its paths are not measured (reportUnmeasured), so no status blames a missing agent.
+	Unmeasured string
+
+	mu         sync.Mutex
+	images     map[string]string    // see Image
+	unmeasured map[types.UID]string // agent pod → the network its NotMeasured report names
+	procs      map[types.UID]*agentProc
+	held       map[string]bool // nodes whose agent is kept down (Hold)
 }
 
 type agentProc struct {
@@ -118,6 +125,7 @@ func (a *ProbeAgents) setReady(ctx context.Context, pod *corev1.Pod, ready corev
 func (a *ProbeAgents) SetupWithManager(mgr ctrl.Manager) error {
 	a.procs = map[types.UID]*agentProc{}
 	a.held = map[string]bool{}
+	a.unmeasured = map[types.UID]string{}
 	if err := mgr.Add(ctrlRunnable(func(ctx context.Context) error {
 		<-ctx.Done()
 		a.mu.Lock()
@@ -158,6 +166,9 @@ func (a *ProbeAgents) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	}
 	if a.held[pod.Spec.NodeName] {
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	if a.Unmeasured != "" {
+		return a.reportUnmeasured(ctx, pod)
 	}
 	if p := a.procs[pod.UID]; p != nil && !p.exited() {
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil // looks again: a crashed process is restarted
@@ -204,7 +215,11 @@ func (a *ProbeAgents) start(ctx context.Context, pod *corev1.Pod) (*agentProc, e
 	}
 	args := append(append([]string{}, c.Args...), a.ExtraArgs...)
 	args = append(args, fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", port))
-	cmd := exec.Command(a.Binary, args...)
+	binary := a.Binary
+	if b, ok := a.images[c.Image]; ok {
+		binary = b
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "NODE_NAME="+pod.Spec.NodeName, "POD_NAMESPACE="+pod.Namespace)
 	log, err := os.OpenFile(filepath.Join(a.Dir, "probe-"+pod.Spec.NodeName+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -224,6 +239,17 @@ func (a *ProbeAgents) start(ctx context.Context, pod *corev1.Pod) (*agentProc, e
 	}()
 	go a.probeReadiness(pod, port, p)
 	return p, nil
+}
+
+// Image says which binary a pod naming image runs, as the kubelet pulls the image a pod names: a
+// DaemonSet rollout to a new image runs the new binary. Pods of other images run Binary.
+func (a *ProbeAgents) Image(image, binary string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.images == nil {
+		a.images = map[string]string{}
+	}
+	a.images[image] = binary
 }
 
 // kubeconfig writes a kubeconfig with a token of the pod's service account bound to the pod.

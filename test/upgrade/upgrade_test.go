@@ -144,7 +144,7 @@ func rolledOut(ctx context.Context, g Gomega, u *unstructured.Unstructured, imag
 
 var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailure, func() {
 	var (
-		prev             from
+		prev             From
 		oldObjs, newObjs []*unstructured.Unstructured
 		oldYAML, newYAML []byte
 		uids             map[string]types.UID
@@ -157,13 +157,13 @@ var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailu
 
 	BeforeAll(func(ctx context.Context) {
 		var err error
-		prev, err = previousRelease(ctx, c.Binaries.Kubectl)
+		prev, err = PreviousRelease(ctx, c.Binaries.Kubectl)
 		Expect(err).NotTo(HaveOccurred())
-		AddReportEntry("upgrading from", prev.why)
-		fmt.Fprintf(GinkgoWriter, "upgrading from %s\n", prev.why)
-		oldYAML, err = renderAt(ctx, c.Binaries.Kubectl, prev.commit, previousImage)
+		AddReportEntry("upgrading from", prev.Why)
+		fmt.Fprintf(GinkgoWriter, "upgrading from %s\n", prev.Why)
+		oldYAML, err = RenderAt(ctx, c.Binaries.Kubectl, prev.Commit, previousImage)
 		Expect(err).NotTo(HaveOccurred())
-		newYAML, err = renderAt(ctx, c.Binaries.Kubectl, "", currentImage)
+		newYAML, err = RenderAt(ctx, c.Binaries.Kubectl, "", currentImage)
 		Expect(err).NotTo(HaveOccurred())
 		oldObjs, err = decode(oldYAML)
 		Expect(err).NotTo(HaveOccurred())
