@@ -82,7 +82,7 @@ func download(s source) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	cmd := exec.Command("go", "mod", "download", "-json", s.Module+"@"+s.Version)
 	// Outside any module, so the repository's go.mod and go.sum stay as they are.
 	cmd.Dir = tmp
@@ -92,8 +92,11 @@ func download(s source) (string, error) {
 	out, err := cmd.Output()
 	var m struct{ Dir, Sum, Error string }
 	_ = json.Unmarshal(out, &m)
-	if err != nil || m.Error != "" {
-		return "", fmt.Errorf("go mod download %s@%s: %v %s %s", s.Module, s.Version, err, m.Error, stderr.String())
+	if m.Error != "" {
+		return "", fmt.Errorf("go mod download %s@%s: %s", s.Module, s.Version, m.Error)
+	}
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s@%s: %w: %s", s.Module, s.Version, err, stderr.String())
 	}
 	if m.Sum != s.Sum {
 		return "", fmt.Errorf("%s@%s: module hash %s, pinned %s", s.Module, s.Version, m.Sum, s.Sum)
