@@ -14,7 +14,7 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds verify vendor-patches deploy undeploy image release clean
+.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds verify vendor-patches deploy undeploy image release clean
 
 # `make` alone lists the targets: every target carries a `## ` comment, which help prints.
 .DEFAULT_GOAL := help
@@ -96,10 +96,13 @@ kubevirt-crds: ## KubeVirt CRDs with real schemas, from kubevirt.io/api (test fi
 	tmp=$$(mktemp -d) && $(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=kubevirt.io/api/core/v1 output:crd:artifacts:config=$$tmp \
 	  && $(GO) run ./test/crds/postprocess $$tmp test/crds && rm -rf $$tmp
 
-verify: manifests kubevirt-crds ## regenerate everything, fail on drift or unformatted code
+harvester-crds: ## Harvester's Setting, ClusterNetwork, VlanConfig, VlanStatus CRDs from its Go modules (test fixtures)
+	$(GO) run ./test/harvester/crdgen test/harvester/crds
+
+verify: manifests kubevirt-crds harvester-crds ## regenerate everything, fail on drift or unformatted code
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
-	git diff --exit-code -- manifests settings test/crds
-	@test -z "$$(git status --porcelain -- manifests settings test/crds)" || { git status --porcelain -- manifests settings test/crds; echo "generated files not committed"; exit 1; }
+	git diff --exit-code -- manifests settings test/crds test/harvester/crds
+	@test -z "$$(git status --porcelain -- manifests settings test/crds test/harvester/crds)" || { git status --porcelain -- manifests settings test/crds test/harvester/crds; echo "generated files not committed"; exit 1; }
 
 deploy: ## apply OVERLAY (default: manifests, built-in certificates) with image IMG to the cluster in KUBECONFIG
 	set -o pipefail; $(KUBECTL) kustomize $(OVERLAY) | sed 's|image: migranet:dev|image: $(IMG)|' \

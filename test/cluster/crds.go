@@ -70,6 +70,24 @@ func (c *Cluster) InstallCRDs(ctx context.Context) error {
 			crds = append(crds, crd)
 		}
 	}
+	return c.createCRDs(ctx, crds)
+}
+
+// InstallCRDDir creates every CRD found in the YAML files below dir (a fixture that not every
+// cluster installs, such as Harvester's in test/harvester/crds) and waits until all are
+// established. A folder that holds no CRD is an error: a fixture emptied by mistake must not pass.
+func (c *Cluster) InstallCRDDir(ctx context.Context, dir string) error {
+	crds, err := ReadCRDs(dir)
+	if err != nil {
+		return err
+	}
+	if len(crds) == 0 {
+		return fmt.Errorf("no CRD in %s", dir)
+	}
+	return c.createCRDs(ctx, crds)
+}
+
+func (c *Cluster) createCRDs(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
 	for _, crd := range crds {
 		if err := c.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
@@ -77,7 +95,7 @@ func (c *Cluster) InstallCRDs(ctx context.Context) error {
 	}
 	for _, crd := range crds {
 		if err := waitEstablished(ctx, c.Client, crd.Name); err != nil {
-			return err
+			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
 		}
 	}
 	c.logf("%d CRDs established", len(crds))
