@@ -8,7 +8,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
@@ -71,26 +74,56 @@ var _ = Describe("empty whereabouts pools of earlier ranges", func() {
 	// it); an empty pool of a range migranet never used is deleted; a range not recorded before
 	// its NAD (its pool would never be known as migranet's).
 	It("deletes the empty pools of the ranges migranet's network used, and never one of a range it did not use", func(ctx context.Context) {
-		const poolA, poolB, poolC = "10.89.0.0-29", "10.77.0.0-25", "192.168.100.0-24"
+		// Ranges of this spec alone: another spec's leftovers (a tenant's leaked allocation) would
+		// hold their pools.
+		const (
+			valueA              = `{"clusterNetwork":"migration","range":"10.71.0.0/29","exclude":["10.71.0.1"]}`
+			valueB              = `{"clusterNetwork":"migration","range":"10.72.0.0/29","exclude":["10.72.0.1"]}`
+			valueC              = `{"clusterNetwork":"migration","range":"10.70.0.0/29","exclude":["10.70.0.1"]}`
+			poolA, poolB, poolC = "10.71.0.0-29", "10.72.0.0-29", "10.70.0.0-29"
+		)
 		never := emptyPool(ctx, "10.75.0.0-24", "10.75.0.0/24")
 
 		By("range A, then B: A's pool, filled by the rollout and emptied by the next, goes")
-		setValue(ctx, smallRange)
+		setValue(ctx, valueA)
 		waitReady(ctx, netcontroller.ReasonReady)
-		Expect(setting(ctx).Status.Ranges).To(ContainElement("10.89.0.0/29"))
+		Expect(setting(ctx).Status.Ranges).To(ContainElement("10.71.0.0/29"))
 		Eventually(func(g Gomega) {
 			allocs, err := poolAllocations(ctx, poolA)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(allocs).To(HaveLen(3), "the current range's pool holds the virt-handlers' addresses")
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
-		setValue(ctx, net25)
+		// The suite's nodes have real networks: the real whereabouts plugin (v0.9.2) made the pool
+		// on the first CNI ADD and empties it on each CNI DEL of the rollout; what the pool held
+		// when it was deleted is the last state a watch delivers.
+		Expect(f.NodeNetworks).NotTo(BeNil(), "the real CNI plugins run on this suite's nodes")
+		w, err := dynamic.NewForConfigOrDie(f.Config).Resource(sim.IPPoolGVK.GroupVersion().WithResource("ippools")).
+			Namespace(sim.WhereaboutsNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + poolA})
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		setValue(ctx, valueB)
 		waitReady(ctx, netcontroller.ReasonReady)
-		Expect(setting(ctx).Status.Ranges).To(ContainElements("10.89.0.0/29", "10.77.0.0/25"))
+		Expect(setting(ctx).Status.Ranges).To(ContainElements("10.71.0.0/29", "10.72.0.0/29"))
 		Eventually(poolGone).WithContext(ctx).WithArguments(poolA).WithTimeout(framework.Short).Should(BeTrue(), "the pool of range A")
+		var last *unstructured.Unstructured
+		Eventually(func() watch.EventType {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return "watch closed"
+				}
+				last, _ = ev.Object.(*unstructured.Unstructured)
+				return ev.Type
+			case <-time.After(100 * time.Millisecond):
+				return "no event"
+			}
+		}).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(watch.Deleted))
+		allocs, _, _ := unstructured.NestedMap(last.Object, "spec", "allocations")
+		Expect(allocs).To(BeEmpty(), "the real plugin's CNI DELs emptied range A's pool before migranet deleted it")
 
 		By("range C: the empty pool whereabouts left of A (made again by hand) and B's go, C's stays")
-		emptyPool(ctx, poolA, "10.89.0.0/29")
-		setValue(ctx, net24)
+		emptyPool(ctx, poolA, "10.71.0.0/29")
+		setValue(ctx, valueC)
 		waitReady(ctx, netcontroller.ReasonReady)
 		Eventually(poolGone).WithContext(ctx).WithArguments(poolA).WithTimeout(framework.Short).Should(BeTrue(), "the empty pool of range A")
 		Eventually(poolGone).WithContext(ctx).WithArguments(poolB).WithTimeout(framework.Short).Should(BeTrue(), "the pool of range B")
