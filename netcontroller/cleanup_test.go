@@ -13,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
 )
 
 // poolAPI stands in for the API server's whereabouts IPPools and pods (only the calls the
@@ -28,6 +30,8 @@ type poolAPI struct {
 	poolLists     int
 	deleted       []string
 	updated       []unstructured.Unstructured
+	// preconditions of each delete, in order
+	preconditions []metav1.Preconditions
 }
 
 func (a *poolAPI) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -75,8 +79,14 @@ func (a *poolAPI) List(_ context.Context, list client.ObjectList, opts ...client
 	return nil
 }
 
-func (a *poolAPI) Delete(_ context.Context, obj client.Object, _ ...client.DeleteOption) error {
+func (a *poolAPI) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	do := (&client.DeleteOptions{}).ApplyOptions(opts)
+	var pre metav1.Preconditions
+	if do.Preconditions != nil {
+		pre = *do.Preconditions
+	}
 	a.deleted = append(a.deleted, obj.GetNamespace()+"/"+obj.GetName())
+	a.preconditions = append(a.preconditions, pre)
 	return nil
 }
 
@@ -119,14 +129,14 @@ func TestCleanupWaitsForReady(t *testing.T) {
 	r := cleanupController(api)
 	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
 	ctx := context.Background()
-	if err := r.cleanOnce(ctx, &settings.Snapshot{Hash: "h1", Reason: ReasonNodesNotAttached}, in); err != nil {
+	if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, &settings.Snapshot{Hash: "h1", Reason: ReasonNodesNotAttached}, in); err != nil {
 		t.Fatal(err)
 	}
 	if api.poolLists != 0 || len(api.deleted) != 0 {
 		t.Fatalf("while rolling out: %d pool lists, deleted %q; want none", api.poolLists, api.deleted)
 	}
 	for range 2 {
-		if err := r.cleanOnce(ctx, &settings.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
+		if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, &settings.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +169,7 @@ func TestCleanupKeepsOtherNamespacesPools(t *testing.T) {
 		api.pools = append(api.pools, ipPool(fmt.Sprintf("10.9%d.0.0-24", i), fmt.Sprintf("10.9%d.0.0/24", i), "kubevirt/virt-handler-a", "tenant/db-"+fmt.Sprint(i)))
 	}
 	r := cleanupController(api)
-	if err := r.cleanPools(context.Background(), netip.MustParsePrefix("192.168.100.0/24"), func(string, string) bool { return false }); err != nil {
+	if _, err := r.CleanPools(context.Background(), netip.MustParsePrefix("192.168.100.0/24"), nil, func(string, string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"kube-system/10.77.0.0-24", "kube-system/10.76.0.0-24"}; !slices.Equal(api.deleted, want) {
@@ -206,5 +216,56 @@ func TestPoolCheckReleasesOnlyGoneVirtHandlers(t *testing.T) {
 	// Nothing vanished since: the next reconcile reads no pool.
 	if _, err := r.checkPool(context.Background(), m, in, &Observation{}); err != nil || len(api.updated) != 1 {
 		t.Errorf("second check: %v, %d updates; want none", err, len(api.updated))
+	}
+}
+
+// TestCleanupDeletesEmptyPoolsOfOurRanges: through the reads the cleanup makes, the empty pools of
+// the recorded ranges go (and the stale ones, as before), the current range's and never-used
+// ranges' stay, and every delete carries the UID and resourceVersion the pool was read with.
+// Catches: an empty pool of an earlier range left forever; a delete without precondition (a pool
+// a CNI ADD wrote meanwhile would go with its new allocation).
+func TestCleanupDeletesEmptyPoolsOfOurRanges(t *testing.T) {
+	withRV := func(u unstructured.Unstructured, uid, rv string) unstructured.Unstructured {
+		u.SetUID(types.UID(uid))
+		u.SetResourceVersion(rv)
+		return u
+	}
+	api := &poolAPI{pools: []unstructured.Unstructured{
+		withRV(ipPool("10.76.0.0-25", "10.76.0.0/25"), "u1", "11"),
+		withRV(ipPool("10.75.0.0-24", "10.75.0.0/24"), "u2", "12"),
+		withRV(ipPool("192.168.100.0-24", "192.168.100.0/24"), "u3", "13"),
+		withRV(ipPool("10.77.0.0-24", "10.77.0.0/24", "kubevirt/virt-handler-gone"), "u4", "14"),
+	}}
+	r := cleanupController(api)
+	s := &v1beta1.Setting{Status: v1beta1.SettingStatus{Ranges: []string{"10.76.0.0/25", "192.168.100.0/24"}}}
+	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
+	if _, err := r.cleanOnce(context.Background(), s, &settings.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"kube-system/10.76.0.0-25", "kube-system/10.77.0.0-24"}; !slices.Equal(api.deleted, want) {
+		t.Fatalf("deleted %q, want %q", api.deleted, want)
+	}
+	for i, want := range [][2]string{{"u1", "11"}, {"u4", "14"}} {
+		p := api.preconditions[i]
+		if p.UID == nil || string(*p.UID) != want[0] || p.ResourceVersion == nil || *p.ResourceVersion != want[1] {
+			t.Errorf("delete of %s: preconditions %+v, want UID %s resourceVersion %s", api.deleted[i], p, want[0], want[1])
+		}
+	}
+}
+
+// TestCleanupRangeSources: a RangeSource's ranges count as ours.
+// Catches: a plugged-in source (another network's ranges) ignored.
+func TestCleanupRangeSources(t *testing.T) {
+	api := &poolAPI{pools: []unstructured.Unstructured{ipPool("10.73.0.0-24", "10.73.0.0/24"), ipPool("10.75.0.0-24", "10.75.0.0/24")}}
+	r := cleanupController(api)
+	r.RangeSources = []RangeSource{func(context.Context) ([]netip.Prefix, error) {
+		return []netip.Prefix{netip.MustParsePrefix("10.73.0.0/24")}, nil
+	}}
+	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
+	if _, err := r.cleanOnce(context.Background(), &v1beta1.Setting{}, &settings.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"kube-system/10.73.0.0-24"}; !slices.Equal(api.deleted, want) {
+		t.Errorf("deleted %q, want %q", api.deleted, want)
 	}
 }

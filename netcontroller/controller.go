@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +50,11 @@ type Controller struct {
 	WhereaboutsNamespace string
 	// Metrics counts reconcile steps and exports the latest observation; nil records nothing.
 	Metrics *Metrics
+	// RangeSources name more ranges whose empty whereabouts pools the cleanup deletes once they
+	// are not the current range, besides those migranet's NADs used (the setting's
+	// status.ranges): another network's record of its own ranges (say, Harvester's migration
+	// network's) plugs in here. Nil: migranet's own only.
+	RangeSources []RangeSource
 
 	// cleaned is the hash whose stale pools were last cleaned, so the cleanup runs once per
 	// applied value, after its rollout, and never on the hot path of node or pod events.
@@ -55,6 +62,10 @@ type Controller struct {
 	// pool schedules the release of leaked allocations in the current range's pool (poolcheck.go).
 	pool poolCheck
 }
+
+// RangeSource names ranges a network sharing whereabouts with migranet used: the empty pools of
+// those ranges are that network's leftovers, never another's.
+type RangeSource func(ctx context.Context) ([]netip.Prefix, error)
 
 // SetupWithManager watches the setting, virt-handler pods, nodes and the KubeVirt CR; it runs on
 // the leader only.
@@ -118,7 +129,16 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		statuswrite.RecordWriteFailure(r.Recorder, s, statuswrite.FieldManagerNetwork, err)
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: requeue}, errors.Join(poolErr, r.cleanOnce(ctx, snap, in))
+	again, cleanErr := r.cleanOnce(ctx, s, snap, in)
+	return reconcile.Result{RequeueAfter: sooner(requeue, again)}, errors.Join(poolErr, cleanErr)
+}
+
+// sooner is the earlier of two requeue delays, zero meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // statusOf is the network part of the setting's status: the Ready condition, and IPCapacity with
@@ -140,26 +160,42 @@ func statusOf(snap *settings.Snapshot, m *settings.Network, obs Observation) ([]
 	return conds, fields, capacity
 }
 
-// cleanOnce removes stale whereabouts pools once per applied value, when the network is Ready.
-func (r *Controller) cleanOnce(ctx context.Context, snap *settings.Snapshot, in Input) error {
+// cleanOnce deletes the whereabouts pools earlier ranges left (CleanPools) once per applied
+// value, when the network is Ready: pools only gone virt-handlers hold, and empty pools of the
+// ranges migranet's NADs used (the setting's status.ranges) or a RangeSources names. A pool
+// written between the read and its delete is kept, and the pools are read again after
+// PoolCheckSpacing.
+func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *settings.Snapshot, in Input) (time.Duration, error) {
 	if r.APIReader == nil || !snap.Ready {
-		return nil
+		return 0, nil
 	}
 	if last := r.cleaned.Load(); last != nil && *last == snap.Hash {
-		return nil
+		return 0, nil
 	}
 	live := map[string]bool{}
 	for _, p := range in.Pods {
 		live[p.Namespace+"/"+p.Name] = true
 	}
-	err := r.cleanPools(ctx, in.Range, func(ns, name string) bool { return live[ns+"/"+name] })
+	ours := settings.RecordedRanges(s)
+	for _, src := range r.RangeSources {
+		more, err := src(ctx)
+		if err != nil {
+			r.Metrics.step(StepCleanup, err)
+			return 0, err
+		}
+		ours = append(ours, more...)
+	}
+	conflicts, err := r.CleanPools(ctx, in.Range, ours, func(ns, name string) bool { return live[ns+"/"+name] })
 	r.Metrics.step(StepCleanup, err)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	if conflicts > 0 {
+		return PoolCheckSpacing, nil
 	}
 	hash := snap.Hash
 	r.cleaned.Store(&hash)
-	return nil
+	return 0, nil
 }
 
 // gather reads, from the cache, what Observe needs.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +33,10 @@ type Pool struct {
 	Range string
 	// PodRefs are the namespace/name of every allocation's pod.
 	PodRefs []string
+	// UID and ResourceVersion guard the delete: a pool written (an address handed out) or made
+	// again after it was read is never the one deleted.
+	UID             types.UID
+	ResourceVersion string
 }
 
 // Allocation is one entry of an IPPool's spec.allocations (keyed by the address' offset from the
@@ -73,6 +79,34 @@ func StalePools(pools []Pool, current netip.Prefix, namespace string, podExists 
 		}
 	}
 	return stale
+}
+
+// EmptyPools names the pools nothing holds that migranet's network left behind: pools without
+// allocations whose range is one of ours (the ranges migranet's NADs used: the setting's
+// status.ranges, plus any other RangeSource) and not the current one (none when disabled). A pool
+// of a range that was never ours stays, empty or not.
+//
+// whereabouts v0.9.2 creates a pool on the first CNI ADD of its range (KubernetesIPAM.getPool:
+// Get, and Create when not found, named by IPPoolName/normalizeRange after the range alone for a
+// NAD without network_name), never deletes one, and empties it entry by entry on CNI DEL, so every
+// range migranet's virt-handlers ever used keeps an empty pool for good unless someone deletes it
+// (Harvester issue #9501). An ADD that finds none creates it again, so deleting an empty pool
+// loses nothing.
+func EmptyPools(pools []Pool, current netip.Prefix, ours []netip.Prefix) []string {
+	var empty []string
+	for _, p := range pools {
+		r, err := netip.ParsePrefix(p.Range)
+		if err != nil || len(p.PodRefs) != 0 {
+			continue
+		}
+		if current.IsValid() && r.Masked() == current.Masked() {
+			continue
+		}
+		if slices.Contains(ours, r.Masked()) {
+			empty = append(empty, p.Name)
+		}
+	}
+	return empty
 }
 
 // LeakedAllocations returns, in address order, the keys of the allocations of the current pool
@@ -224,22 +258,71 @@ func (r *Controller) livePods(ctx context.Context) (map[string]bool, error) {
 	return live, nil
 }
 
-// cleanPools deletes stale whereabouts pools in namespace poolNamespace; without the whereabouts
-// CRD there is nothing to do. The cache (inCache) may lag behind the pools: the reconcile's view
-// can predate a new value whose virt-handlers already hold addresses in a pool, so a pool is
-// deleted only when its holders are absent from the API server too, read after the pools.
-func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, inCache func(namespace, name string) bool) error {
+// CleanPools deletes, in namespace WhereaboutsNamespace, the stale pools (StalePools: holding only
+// gone virt-handlers' addresses) and the empty pools of ranges in ours (EmptyPools), never the
+// current range's; without the whereabouts CRD there is nothing to do. The cache (inCache) may lag
+// behind the pools: the reconcile's view can predate a new value whose virt-handlers already hold
+// addresses in a pool, so a pool is deleted only when its holders are absent from the API server
+// too, read after the pools. Each delete carries the UID and resourceVersion read: a pool written
+// since (a CNI ADD handing out an address, which whereabouts' KubernetesIPPool.Update does with a
+// JSON patch testing the resourceVersion it read) is not deleted and is counted in conflicts, for
+// the caller to read the pools again.
+func (r *Controller) CleanPools(ctx context.Context, current netip.Prefix, ours []netip.Prefix, inCache func(namespace, name string) bool) (conflicts int, err error) {
+	pools, err := r.listPools(ctx)
+	if err != nil || len(pools) == 0 {
+		return 0, err
+	}
+	log := ctrl.LoggerFrom(ctx)
+	doomed := map[string]string{}
+	for _, name := range EmptyPools(pools, current, ours) {
+		doomed[name] = "deleting empty whereabouts IPPool of an earlier range of migranet's migration network"
+	}
+	if len(StalePools(pools, current, r.KubeVirtNamespace, inCache)) > 0 {
+		live, err := r.livePods(ctx)
+		if err != nil {
+			return 0, err
+		}
+		podExists := func(ns, name string) bool { return inCache(ns, name) || live[ns+"/"+name] }
+		for _, name := range StalePools(pools, current, r.KubeVirtNamespace, podExists) {
+			doomed[name] = "deleting whereabouts IPPool left by virt-handlers of a previous migration network"
+		}
+	}
+	for _, p := range pools {
+		msg, ok := doomed[p.Name]
+		if !ok {
+			continue
+		}
+		log.Info(msg, "ippool", p.Name, "range", p.Range)
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(ipPoolKind)
+		u.SetNamespace(r.WhereaboutsNamespace)
+		u.SetName(p.Name)
+		pre := client.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion}
+		switch err := r.Client.Delete(ctx, u, pre); {
+		case apierrors.IsConflict(err):
+			log.Info("whereabouts IPPool changed since it was read; not deleted", "ippool", p.Name)
+			conflicts++
+		case client.IgnoreNotFound(err) != nil:
+			return conflicts, err
+		}
+	}
+	return conflicts, nil
+}
+
+// listPools reads every whereabouts IPPool of WhereaboutsNamespace from the API server (none
+// without the CRD).
+func (r *Controller) listPools(ctx context.Context) ([]Pool, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(IPPoolList)
 	if err := r.APIReader.List(ctx, list, client.InNamespace(r.WhereaboutsNamespace)); err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
 	pools := make([]Pool, 0, len(list.Items))
 	for _, item := range list.Items {
-		p := Pool{Name: item.GetName()}
+		p := Pool{Name: item.GetName(), UID: item.GetUID(), ResourceVersion: item.GetResourceVersion()}
 		p.Range, _, _ = unstructured.NestedString(item.Object, "spec", "range")
 		allocs, _, _ := unstructured.NestedMap(item.Object, "spec", "allocations")
 		for _, a := range allocs {
@@ -250,25 +333,7 @@ func (r *Controller) cleanPools(ctx context.Context, current netip.Prefix, inCac
 		}
 		pools = append(pools, p)
 	}
-	if len(StalePools(pools, current, r.KubeVirtNamespace, inCache)) == 0 {
-		return nil
-	}
-	live, err := r.livePods(ctx)
-	if err != nil {
-		return err
-	}
-	podExists := func(ns, name string) bool { return inCache(ns, name) || live[ns+"/"+name] }
-	for _, name := range StalePools(pools, current, r.KubeVirtNamespace, podExists) {
-		ctrl.LoggerFrom(ctx).Info("deleting whereabouts IPPool left by virt-handlers of a previous migration network", "ippool", name)
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(ipPoolKind)
-		u.SetNamespace(r.WhereaboutsNamespace)
-		u.SetName(name)
-		if err := r.Client.Delete(ctx, u); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	return nil
+	return pools, nil
 }
 
 // AddrAtOffset is the address of rng an allocation key stands for: the key is the address'

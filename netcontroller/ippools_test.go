@@ -61,6 +61,51 @@ func TestStalePools(t *testing.T) {
 	}
 }
 
+// TestEmptyPools: which empty pools the cleanup deletes.
+func TestEmptyPools(t *testing.T) {
+	ours := []netip.Prefix{
+		netip.MustParsePrefix("10.76.0.0/25"), netip.MustParsePrefix("192.168.100.0/24"),
+		netip.MustParsePrefix("fd00:10:77::/64"), netip.MustParsePrefix("10.74.0.0/24"),
+	}
+	pools := []Pool{
+		{Name: "10.76.0.0-25", Range: "10.76.0.0/25"},
+		{Name: "192.168.100.0-24", Range: "192.168.100.0/24"},
+		{Name: "fd00-10-77---64", Range: "fd00:10:77::/64"},
+		// whereabouts stores the range as the NAD spells it: a host address in it names the same range.
+		{Name: "spelled-with-a-host", Range: "10.74.0.9/24"},
+		{Name: "never-ours", Range: "10.75.0.0/24"},
+		{Name: "ours-but-held", Range: "10.76.0.0/25", PodRefs: []string{"kubevirt/virt-handler-gone"}},
+		{Name: "narrower-than-ours", Range: "10.76.0.0/26"},
+		{Name: "wider-than-ours", Range: "10.76.0.0/24"},
+		{Name: "no-range"},
+		{Name: "bad-range", Range: "10.76.0.0"},
+	}
+	cases := []struct {
+		name    string
+		current netip.Prefix
+		ours    []netip.Prefix
+		want    []string
+	}{
+		// Catches: an empty pool of an earlier range of migranet's left forever (Harvester #9501).
+		{"network on", netip.MustParsePrefix("192.168.100.0/24"), ours,
+			[]string{"10.76.0.0-25", "fd00-10-77---64", "spelled-with-a-host"}},
+		// Catches: deleting the current range's pool, spelled either way.
+		{"current spelled with a host", netip.MustParsePrefix("10.74.0.1/24"), ours,
+			[]string{"10.76.0.0-25", "192.168.100.0-24", "fd00-10-77---64"}},
+		{"disabled: the last range is an earlier one too", netip.Prefix{}, ours,
+			[]string{"10.76.0.0-25", "192.168.100.0-24", "fd00-10-77---64", "spelled-with-a-host"}},
+		// Catches: deleting an empty pool of a range migranet never used.
+		{"nothing recorded: nothing deleted", netip.MustParsePrefix("192.168.100.0/24"), nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, EmptyPools(pools, tc.current, tc.ours)); diff != "" {
+				t.Errorf("EmptyPools (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestLeakedAllocations: which allocations of the current pool migranet releases.
 func TestLeakedAllocations(t *testing.T) {
 	live := map[string]bool{"kubevirt/virt-handler-live": true, "tenant/web-0": true}

@@ -41,7 +41,7 @@ const (
 	ControllerName = "netcontroller"
 	StepObserve    = "observe" // reading nodes, virt-handler pods and the KubeVirt CR from the cache
 	StepStatus     = "status"  // writing Ready, IPCapacity, nodes and capacity
-	StepCleanup    = "cleanup" // whereabouts IP pools: stale pools deleted once per applied value; leaked allocations of the current pool released
+	StepCleanup    = "cleanup" // whereabouts IP pools: stale and empty pools of earlier ranges deleted once per applied value; leaked allocations of the current pool released
 )
 
 // Metrics are the network controller's collectors: its reconcile steps and gauges of its latest

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -104,7 +105,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	serr := r.apply(ctx, eff)
+	serr := r.apply(ctx, s, eff)
 	if err := r.writeStatus(ctx, s, eff, serr); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -186,7 +187,7 @@ func (e *stepError) Unwrap() error { return e.err }
 // apply runs the steps in order: guard, NAD, KubeVirt CR, cleanup, guard. It stops at the first
 // failure. The guard lists the new NAD before it exists and the old ones until they are deleted,
 // so no moment leaves a migration NAD open to other pods and VMs.
-func (r *Controller) apply(ctx context.Context, eff settings.Effective) *stepError {
+func (r *Controller) apply(ctx context.Context, s *v1beta1.Setting, eff settings.Effective) *stepError {
 	want := settings.RenderNAD(eff, r.KubeVirtNamespace)
 	network := eff.NAD
 	managed, err := r.managedNADs(ctx)
@@ -198,7 +199,10 @@ func (r *Controller) apply(ctx context.Context, eff settings.Effective) *stepErr
 		return &stepError{ReasonGuardFailed, err}
 	}
 	if want != nil {
-		err := r.ensureNAD(ctx, want)
+		err := r.recordRange(ctx, s, eff.Network.Range)
+		if err == nil {
+			err = r.ensureNAD(ctx, want)
+		}
 		r.Metrics.Step(ControllerName, StepNAD, err)
 		if err != nil {
 			return &stepError{ReasonNADFailed, fmt.Errorf("ensuring NetworkAttachmentDefinition %s/%s: %w", want.Namespace, want.Name, err)}
@@ -217,6 +221,21 @@ func (r *Controller) apply(ctx context.Context, eff settings.Effective) *stepErr
 	if err := r.setGuard(ctx, network); err != nil {
 		return &stepError{ReasonGuardFailed, err}
 	}
+	return nil
+}
+
+// recordRange adds rng to status.ranges (own field manager) unless it is recorded already: the
+// network controller deletes empty whereabouts pools only of recorded ranges, so a range is
+// recorded before any NAD of it exists, as the guard names a NAD first.
+func (r *Controller) recordRange(ctx context.Context, s *v1beta1.Setting, rng netip.Prefix) error {
+	ranges, changed := settings.RecordRange(s.Status.Ranges, rng)
+	if !changed {
+		return nil
+	}
+	if err := statuswrite.ApplyStatus(ctx, r.Client, s, statuswrite.FieldManagerRanges, nil, map[string]any{"ranges": ranges}); err != nil {
+		return fmt.Errorf("recording range %s in status.ranges: %w", rng.Masked(), err)
+	}
+	s.Status.Ranges = ranges
 	return nil
 }
 

@@ -356,3 +356,35 @@ func TestControllerCleanupErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestControllerRecordsRangesBeforeNADs: every range the controller renders a NAD of is in
+// status.ranges before that NAD is created, and stays there after the value moves on.
+// Catches: a range recorded only after its NAD (a crash between them leaves a pool migranet would
+// never clean), or dropped when the value changes (its empty pool left forever).
+func TestControllerRecordsRangesBeforeNADs(t *testing.T) {
+	e := newControllerEnv(t)
+	var atCreate [][]string
+	e.c = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*nadv1.NetworkAttachmentDefinition); ok {
+			s := &v1beta1.Setting{}
+			if err := c.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
+				return err
+			}
+			atCreate = append(atCreate, s.Status.Ranges)
+		}
+		return c.Create(ctx, obj, opts...)
+	}})
+	e.ctl.Client = e.c
+	e.set(ctlValueA)
+	e.set(ctlValueB)
+	e.set(ctlValueA)
+	want := [][]string{{"192.168.100.0/24"}, {"192.168.100.0/24", "10.77.0.0/24"}, {"192.168.100.0/24", "10.77.0.0/24"}}
+	if len(atCreate) != len(want) {
+		t.Fatalf("status.ranges at each NAD create: %q, want %q", atCreate, want)
+	}
+	for i := range want {
+		if strings.Join(atCreate[i], ",") != strings.Join(want[i], ",") {
+			t.Errorf("status.ranges at NAD create %d: %q, want %q", i, atCreate[i], want[i])
+		}
+	}
+}

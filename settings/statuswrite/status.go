@@ -125,6 +125,9 @@ const (
 	FieldManagerPolicy   = "migranet-policy"
 	FieldManagerNetwork  = "migranet-netcontroller"
 	FieldManagerGuard    = "migranet-guard"
+	// FieldManagerRanges writes status.ranges, the settings controller's record of the ranges
+	// its NADs used, before each new range's NAD exists (apart from its Configured write).
+	FieldManagerRanges = "migranet-ranges"
 	// FieldManagerPaths writes the Healthy condition and status.paths from the probe agents' reports.
 	FieldManagerPaths = "migranet-paths"
 )

@@ -78,7 +78,19 @@ type SettingStatus struct {
 	// Paths sums up the probe agents' results over the pairs of attached nodes.
 	// +optional
 	Paths *PathsStatus `json:"paths,omitempty"`
+	// Ranges are the ranges (canonical CIDR) of the NetworkAttachmentDefinitions the settings
+	// controller rendered from this setting, in the order first used, at most MaxRecordedRanges:
+	// each is recorded before its NAD is created. The network controller deletes the empty
+	// whereabouts IPPools of these ranges, never of others, once they are not the current one.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Ranges []string `json:"ranges,omitempty"`
 }
+
+// MaxRecordedRanges bounds status.ranges: past it the oldest range is forgotten (its pool, if
+// one is left, is then left too).
+const MaxRecordedRanges = 64
 
 // PathsStatus sums up the migration paths between the attached nodes, from their agents'
 // PathReports. A pair is verified when both nodes' agents probed each other in a fresh round and
