@@ -69,9 +69,9 @@ func kustomize(t *testing.T, dir string) []byte {
 	return out
 }
 
-func kustomizeWith(t *testing.T, resources, components []string) []byte {
+func kustomizeWith(t *testing.T, resources, components []string, extra string) []byte {
 	t.Helper()
-	out, err := KustomizeWith(context.Background(), kubectl(t), resources, components)
+	out, err := KustomizeWith(context.Background(), kubectl(t), resources, components, extra)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +171,12 @@ func TestTemplateIsKustomize(t *testing.T) {
 		{"certificates.issuer=cert-manager: manifests/overlays/cert-manager", []string{"certificates.issuer=cert-manager"},
 			func(t *testing.T) []byte { return kustomize(t, manifests+"/overlays/cert-manager") }},
 		{"monitoring.enabled: manifests/ with the monitoring component", []string{"monitoring.enabled=true"},
-			func(t *testing.T) []byte { return kustomizeWith(t, []string{manifests}, []string{monitoring}) }},
+			func(t *testing.T) []byte { return kustomizeWith(t, []string{manifests}, []string{monitoring}, "") }},
+		{"kubevirt.namespace: the overlay of docs/install.md, KubeVirt in another namespace", []string{"kubevirt.namespace=harvester-system"},
+			func(t *testing.T) []byte { return kustomizeWith(t, []string{manifests}, nil, harvesterPatches) }},
 		{"both: the cert-manager overlay with the monitoring component", []string{"certificates.issuer=cert-manager", "monitoring.enabled=true"},
 			func(t *testing.T) []byte {
-				return kustomizeWith(t, []string{manifests + "/overlays/cert-manager"}, []string{monitoring})
+				return kustomizeWith(t, []string{manifests + "/overlays/cert-manager"}, []string{monitoring}, "")
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,11 +185,44 @@ func TestTemplateIsKustomize(t *testing.T) {
 	}
 }
 
+// harvesterPatches move KubeVirt's namespace to harvester-system as docs/install.md's overlay
+// does ("KubeVirt in another namespace"), the probe agent's flag included.
+const harvesterPatches = `patches:
+- target: {kind: Role, name: migranet-manager, namespace: kubevirt}
+  patch: |-
+    - {op: replace, path: /metadata/namespace, value: harvester-system}
+- target: {kind: RoleBinding, name: migranet-manager, namespace: kubevirt}
+  patch: |-
+    - {op: replace, path: /metadata/namespace, value: harvester-system}
+- target: {kind: Deployment, name: migranet}
+  patch: |-
+    - {op: test, path: /spec/template/spec/containers/0/args/2, value: --kubevirt-namespace=kubevirt}
+    - {op: replace, path: /spec/template/spec/containers/0/args/2, value: --kubevirt-namespace=harvester-system}
+- target: {kind: DaemonSet, name: migranet-probe}
+  patch: |-
+    - {op: test, path: /spec/template/spec/containers/0/args/1, value: --kubevirt-namespace=kubevirt}
+    - {op: replace, path: /spec/template/spec/containers/0/args/1, value: --kubevirt-namespace=harvester-system}
+- patch: |-
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingWebhookConfiguration
+    metadata:
+      name: migranet
+    webhooks:
+    - name: nad.migranet.io
+      namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: harvester-system
+    - name: kubevirt.migranet.io
+      namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: harvester-system
+`
+
 // TestMonitoringAddsItsObjects: monitoring.enabled adds exactly the objects manifests/monitoring
 // renders on its own, and changes no other.
 func TestMonitoringAddsItsObjects(t *testing.T) {
 	off, on := table(t, helmTemplate(t)), table(t, helmTemplate(t, "monitoring.enabled=true"))
-	alone := table(t, kustomizeWith(t, nil, []string{root + "/manifests/monitoring"}))
+	alone := table(t, kustomizeWith(t, nil, []string{root + "/manifests/monitoring"}, ""))
 	added := map[string]any{}
 	for k, v := range on {
 		if w, ok := off[k]; !ok {
@@ -272,6 +307,7 @@ func TestValuesRefused(t *testing.T) {
 		"replicas=0",
 		"monitoring.enable=true",
 		"namespace=harvester-system",
+		"kubevirt.namespace=Harvester_System",
 	} {
 		if out, err := helm(t, "template", "migranet", chartDir, "--set", set); err == nil {
 			t.Errorf("helm template --set %s succeeded, want the schema to refuse it:\n%.300s", set, out)
