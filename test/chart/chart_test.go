@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -69,9 +70,9 @@ func kustomize(t *testing.T, dir string) []byte {
 	return out
 }
 
-func kustomizeWith(t *testing.T, resources, components []string, extra string) []byte {
+func kustomizeWith(t *testing.T, resources, components []string) []byte {
 	t.Helper()
-	out, err := KustomizeWith(context.Background(), kubectl(t), resources, components, extra)
+	out, err := KustomizeWith(context.Background(), kubectl(t), resources, components)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,12 +172,12 @@ func TestTemplateIsKustomize(t *testing.T) {
 		{"certificates.issuer=cert-manager: manifests/overlays/cert-manager", []string{"certificates.issuer=cert-manager"},
 			func(t *testing.T) []byte { return kustomize(t, manifests+"/overlays/cert-manager") }},
 		{"monitoring.enabled: manifests/ with the monitoring component", []string{"monitoring.enabled=true"},
-			func(t *testing.T) []byte { return kustomizeWith(t, []string{manifests}, []string{monitoring}, "") }},
+			func(t *testing.T) []byte { return kustomizeWith(t, []string{manifests}, []string{monitoring}) }},
 		{"kubevirt.namespace: the overlay of docs/install.md, KubeVirt in another namespace", []string{"kubevirt.namespace=harvester-system"},
-			func(t *testing.T) []byte { return kustomizeWith(t, []string{manifests}, nil, harvesterPatches) }},
+			docsOverlay},
 		{"both: the cert-manager overlay with the monitoring component", []string{"certificates.issuer=cert-manager", "monitoring.enabled=true"},
 			func(t *testing.T) []byte {
-				return kustomizeWith(t, []string{manifests + "/overlays/cert-manager"}, []string{monitoring}, "")
+				return kustomizeWith(t, []string{manifests + "/overlays/cert-manager"}, []string{monitoring})
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,44 +186,38 @@ func TestTemplateIsKustomize(t *testing.T) {
 	}
 }
 
-// harvesterPatches move KubeVirt's namespace to harvester-system as docs/install.md's overlay
-// does ("KubeVirt in another namespace"), the probe agent's flag included.
-const harvesterPatches = `patches:
-- target: {kind: Role, name: migranet-manager, namespace: kubevirt}
-  patch: |-
-    - {op: replace, path: /metadata/namespace, value: harvester-system}
-- target: {kind: RoleBinding, name: migranet-manager, namespace: kubevirt}
-  patch: |-
-    - {op: replace, path: /metadata/namespace, value: harvester-system}
-- target: {kind: Deployment, name: migranet}
-  patch: |-
-    - {op: test, path: /spec/template/spec/containers/0/args/2, value: --kubevirt-namespace=kubevirt}
-    - {op: replace, path: /spec/template/spec/containers/0/args/2, value: --kubevirt-namespace=harvester-system}
-- target: {kind: DaemonSet, name: migranet-probe}
-  patch: |-
-    - {op: test, path: /spec/template/spec/containers/0/args/1, value: --kubevirt-namespace=kubevirt}
-    - {op: replace, path: /spec/template/spec/containers/0/args/1, value: --kubevirt-namespace=harvester-system}
-- patch: |-
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: ValidatingWebhookConfiguration
-    metadata:
-      name: migranet
-    webhooks:
-    - name: nad.migranet.io
-      namespaceSelector:
-        matchLabels:
-          kubernetes.io/metadata.name: harvester-system
-    - name: kubevirt.migranet.io
-      namespaceSelector:
-        matchLabels:
-          kubernetes.io/metadata.name: harvester-system
-`
+// docsOverlay is the overlay docs/install.md gives for KubeVirt in another namespace
+// (harvester-system), written into a directory of its own with its resource pointing at
+// manifests/: the chart's kubevirt.namespace must render what the page tells kustomize users.
+func docsOverlay(t *testing.T) []byte {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const opening, placeholder = "# kustomization.yaml of your overlay\n", "<path or URL of migranet>/manifests"
+	_, rest, found := strings.Cut(string(page), opening)
+	overlay, _, closed := strings.Cut(rest, "```")
+	if !found || !closed || !strings.Contains(overlay, placeholder) {
+		t.Fatalf("docs/install.md has no overlay opening %q and naming %q", opening, placeholder)
+	}
+	dir := t.TempDir()
+	manifests, err := relative(dir, filepath.Join(root, "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay = strings.ReplaceAll(overlay, placeholder, manifests)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return kustomize(t, dir)
+}
 
 // TestMonitoringAddsItsObjects: monitoring.enabled adds exactly the objects manifests/monitoring
 // renders on its own, and changes no other.
 func TestMonitoringAddsItsObjects(t *testing.T) {
 	off, on := table(t, helmTemplate(t)), table(t, helmTemplate(t, "monitoring.enabled=true"))
-	alone := table(t, kustomizeWith(t, nil, []string{root + "/manifests/monitoring"}, ""))
+	alone := table(t, kustomizeWith(t, nil, []string{root + "/manifests/monitoring"}))
 	added := map[string]any{}
 	for k, v := range on {
 		if w, ok := off[k]; !ok {

@@ -21,7 +21,7 @@ func Render(ctx context.Context, kubectl, root string) (Renders, error) {
 	if r.CertManager, err = Kustomize(ctx, kubectl, filepath.Join(manifests, "overlays", "cert-manager")); err != nil {
 		return r, err
 	}
-	r.Monitoring, err = KustomizeWith(ctx, kubectl, []string{manifests}, []string{filepath.Join(manifests, "monitoring")}, "")
+	r.Monitoring, err = KustomizeWith(ctx, kubectl, []string{manifests}, []string{filepath.Join(manifests, "monitoring")})
 	return r, err
 }
 
@@ -37,8 +37,8 @@ func Kustomize(ctx context.Context, kubectl, dir string) ([]byte, error) {
 }
 
 // KustomizeWith renders a kustomization of its own, in a temporary directory, holding resources
-// and components (directories, named by path) and the fields in extra (YAML, e.g. patches).
-func KustomizeWith(ctx context.Context, kubectl string, resources, components []string, extra string) ([]byte, error) {
+// and components (directories, named by path).
+func KustomizeWith(ctx context.Context, kubectl string, resources, components []string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "migranet-chart-")
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func KustomizeWith(ctx context.Context, kubectl string, resources, components []
 			kust += "- " + rel + "\n"
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust+extra), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
 		return nil, err
 	}
 	return Kustomize(ctx, kubectl, dir)
