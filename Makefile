@@ -14,7 +14,7 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds verify vendor-patches deploy undeploy image release clean
+.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart verify vendor-patches deploy undeploy image release clean
 
 # `make` alone lists the targets: every target carries a `## ` comment, which help prints.
 .DEFAULT_GOAL := help
@@ -60,6 +60,7 @@ test-unit: ## pure logic: table tests, CLI tests, fuzz seed corpora
 test-integration: ## Ginkgo suites against the real local control plane
 	bash test/tools/build.sh all >/dev/null
 	bash test/tools/build.sh promtool >/dev/null
+	bash test/tools/build.sh helm >/dev/null
 	mkdir -p $(RESULTS)
 	set -o pipefail; MIGRANET_TEST_RESULTS=$(abspath $(RESULTS)) \
 	  $(GO) test -json -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/... | $(SUMMARY) stream $(RESULTS)/integration.json
@@ -99,7 +100,12 @@ kubevirt-crds: ## KubeVirt CRDs with real schemas, from kubevirt.io/api (test fi
 harvester-crds: ## Harvester's Setting, ClusterNetwork, VlanConfig, VlanStatus CRDs from its Go modules (test fixtures)
 	$(GO) run ./test/harvester/crdgen test/harvester/crds
 
-verify: manifests kubevirt-crds harvester-crds ## regenerate everything, fail on drift or unformatted code
+# The chart's templates come from manifests/ as the pinned kubectl's kustomize renders it (as the
+# release's manifest does): another kustomize may render other bytes.
+chart: ## the Helm chart's generated templates (manifests/chart) from kubectl kustomize of manifests/
+	$(GO) run ./test/chart/gen -kubectl "$(RELEASE_KUBECTL)" -chart manifests/chart
+
+verify: manifests kubevirt-crds harvester-crds chart ## regenerate everything, fail on drift or unformatted code
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	git diff --exit-code -- manifests settings test/crds test/harvester/crds
 	@test -z "$$(git status --porcelain -- manifests settings test/crds test/harvester/crds)" || { git status --porcelain -- manifests settings test/crds test/harvester/crds; echo "generated files not committed"; exit 1; }

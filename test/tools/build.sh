@@ -14,6 +14,8 @@ PROMETHEUS_VERSION=v0.316.0
 # The CNI plugins the proving ground runs for real (versions pinned in test/tools/cni/go.mod).
 CNI_PLUGINS_VERSION=v1.9.1
 WHEREABOUTS_VERSION=v0.9.2
+# Helm 4, for the chart in manifests/chart (`helm template`, `helm lint` in test/chart).
+HELM_VERSION=v4.3.1
 # KubeVirt v1.8 needs kubevirt.io/virt-template-* v0.1.7 and github.com/rhobs/...: the module proxy
 # serves them, the checksum database does not answer for them. go.sum pins what was fetched.
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}kubevirt.io,github.com/rhobs
@@ -24,6 +26,7 @@ cgdir=$cache/controller-tools-$CONTROLLER_TOOLS_VERSION
 kvdir=$cache/kubevirt-$KUBEVIRT_VERSION
 promdir=$cache/prometheus-$PROMETHEUS_VERSION
 cnidir=$cache/cni-plugins-$CNI_PLUGINS_VERSION-whereabouts-$WHEREABOUTS_VERSION
+helmdir=$cache/helm-$HELM_VERSION
 log() { echo "migranet build: $*" >&2; }
 
 # progress prints one line per 100 packages compiled, so a long build visibly moves.
@@ -82,11 +85,11 @@ build_cni() {
   log "CNI plugins built in $((SECONDS - start)) s"
 }
 
-build_tool() { # dir pkg@version name
+build_tool() { # dir pkg@version name [ldflags]
   [ -x "$1/$3" ] && return 0
   log "building $2"
   mkdir -p "$1"
-  GOBIN="$1" CGO_ENABLED=0 go install -trimpath "$2"
+  GOBIN="$1" CGO_ENABLED=0 go install -trimpath -ldflags "${4:-}" "$2"
 }
 
 build_kwok() { build_tool "$kwokdir" sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION kwok; }
@@ -123,5 +126,9 @@ case "${1:-all}" in
   promtool)
     build_tool "$promdir" github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION promtool
     echo "$promdir/promtool" ;;
-  *) log "usage: build.sh [all|dev|kubernetes|kubevirt|cni|controller-gen|promtool]"; exit 2 ;;
+  helm)
+    # The version ldflag is what `helm version` prints (without it: the bare "v4.3").
+    build_tool "$helmdir" helm.sh/helm/v4/cmd/helm@$HELM_VERSION helm "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+    echo "$helmdir/helm" ;;
+  *) log "usage: build.sh [all|dev|kubernetes|kubevirt|cni|controller-gen|promtool|helm]"; exit 2 ;;
 esac
