@@ -54,7 +54,10 @@ func TestValidateStrictDecoding(t *testing.T) {
 			want: []line{{`setting/vm-migration-network: apiVersion: Unsupported value: "v1beta1"`, "write apiVersion: migranet.io/v1beta1"}}},
 		{name: "kind spelled wrong", body: "apiVersion: migranet.io/v1beta1\nkind: setting\nmetadata:\n  name: migration-policy\nvalue: '{}'\n", code: 1,
 			want: []line{{`setting/migration-policy: kind: Unsupported value: "setting"`, "write kind: Setting"}}},
-		{name: "Harvester's own Setting is not ours", body: "apiVersion: harvesterhci.io/v1beta1\nkind: Setting\nmetadata:\n  name: vm-migration-network\nvalue: x\n", code: 2},
+		{name: "Harvester's own vm-migration-network is judged with migranet's rules, under its own name",
+			body: "apiVersion: harvesterhci.io/v1beta1\nkind: Setting\nmetadata:\n  name: vm-migration-network\nvalue: x\n", code: 1,
+			want: []line{{`settings.harvesterhci.io/vm-migration-network: value: Invalid value: "x": is not valid JSON`, "must be a JSON object"}}},
+		{name: "Harvester's other settings are not judged", body: "apiVersion: harvesterhci.io/v1beta1\nkind: Setting\nmetadata:\n  name: storage-network\nvalue: x\n", code: 2},
 		{name: "multi-document, both settings",
 			body: header + "metadata:\n  name: vm-migration-network\nvalue: " + badNetwork + "\n---\n" +
 				header + "metadata:\n  name: migration-policy\nvalue: '{}'\ndefualt: '{}'\n", code: 1,

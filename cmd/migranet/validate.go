@@ -21,14 +21,16 @@ import (
 
 const validateUsage = `Usage: migranet validate [--nodes FILE] [--kubevirt FILE] [--service-cidrs FILE] [-o text|json] FILE...
 
-Validates migranet Setting objects offline with the rules the admission webhook applies.
+Validates migranet Setting objects offline with the rules the admission webhook applies, and
+Harvester's own vm-migration-network Setting (settings.harvesterhci.io) with the same rules.
 FILEs hold Settings as multi-document YAML or JSON, or as a List. Without --nodes the checks
 that need the cluster (cluster network on every eligible node, no overlap with the nodes' pod
 ranges, one address per node) are skipped; without --service-cidrs the range is not checked
 against the cluster's Service ranges.
 
 Output: one line per problem, "setting/<name>: <field>: <message>", and
-"setting/<name>: warning: <message>"; -o json prints a JSON array instead.
+"setting/<name>: warning: <message>" (Harvester's: "settings.harvesterhci.io/<name>: ...");
+-o json prints a JSON array instead.
 Exit status: 0 all settings valid, 1 a setting is invalid, 2 unreadable input or bad usage.
 
 Flags:
@@ -44,10 +46,12 @@ const (
 // problem is one line of output.
 type problem struct {
 	Setting string `json:"setting"`
-	Field   string `json:"field"`
-	Type    string `json:"type"`
-	Message string `json:"message"`
-	File    string `json:"file"`
+	// APIGroup is harvesterhci.io for Harvester's own setting, empty for migranet's.
+	APIGroup string `json:"apiGroup,omitempty"`
+	Field    string `json:"field"`
+	Type     string `json:"type"`
+	Message  string `json:"message"`
+	File     string `json:"file"`
 }
 
 // warningType is the "type" of a warning in -o json output.
@@ -94,7 +98,7 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		docs = append(docs, d...)
 	}
 	if len(docs) == 0 {
-		note("no migranet.io Setting objects found in %s", strings.Join(files, ", "))
+		note("no migranet.io Setting objects (nor Harvester's vm-migration-network) found in %s", strings.Join(files, ", "))
 		return exitUsage
 	}
 	cl, err := readCluster(*nodesFile, *kubevirtFile, *serviceFile, note)
@@ -106,19 +110,18 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	var problems []problem
 	invalid := false
 	for _, d := range docs {
-		errs, warns := d.errs, []string(nil)
+		errs, warns := d.errs, d.warns
 		if d.setting != nil {
-			var verrs field.ErrorList
-			verrs, warns = settings.ValidateSetting(d.setting, cl)
-			errs = append(errs, verrs...)
+			verrs, vwarns := settings.ValidateSetting(d.setting, cl)
+			errs, warns = append(errs, verrs...), append(warns, vwarns...)
 		}
 		invalid = invalid || len(errs) > 0
 		for _, e := range errs {
-			problems = append(problems, problem{Setting: d.name, Field: e.Field, Type: string(e.Type), Message: e.ErrorBody(), File: d.where})
+			problems = append(problems, problem{Setting: d.name, APIGroup: d.apiGroup, Field: e.Field, Type: string(e.Type), Message: e.ErrorBody(), File: d.where})
 		}
 		for _, w := range warns {
 			fld, msg := splitWarning(w)
-			problems = append(problems, problem{Setting: d.name, Field: fld, Type: warningType, Message: msg, File: d.where})
+			problems = append(problems, problem{Setting: d.name, APIGroup: d.apiGroup, Field: fld, Type: warningType, Message: msg, File: d.where})
 		}
 	}
 	if err := printProblems(stdout, *output, problems); err != nil {
@@ -162,11 +165,15 @@ func printProblems(w io.Writer, format string, problems []problem) error {
 	}
 	var b strings.Builder
 	for _, p := range problems {
+		ref := "setting/" + p.Setting
+		if p.APIGroup != "" {
+			ref = "settings." + p.APIGroup + "/" + p.Setting
+		}
 		if p.Type == warningType {
-			fmt.Fprintf(&b, "setting/%s: warning: %s\n", p.Setting, joinField(p.Field, p.Message))
+			fmt.Fprintf(&b, "%s: warning: %s\n", ref, joinField(p.Field, p.Message))
 			continue
 		}
-		fmt.Fprintf(&b, "setting/%s: %s: %s\n", p.Setting, p.Field, p.Message)
+		fmt.Fprintf(&b, "%s: %s: %s\n", ref, p.Field, p.Message)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -189,10 +196,12 @@ func joinField(fld, msg string) string {
 
 // settingDoc is a Setting read from a file, or what kept it from being read.
 type settingDoc struct {
-	name    string
-	where   string
-	setting *v1beta1.Setting // nil when errs explain why it could not be decoded
-	errs    field.ErrorList
+	name     string
+	where    string
+	apiGroup string           // harvesterhci.io for Harvester's own setting
+	setting  *v1beta1.Setting // nil when errs explain why it could not be decoded
+	errs     field.ErrorList
+	warns    []string
 }
 
 // object is one decoded document or List item.
@@ -272,6 +281,16 @@ func readSettings(path string, note func(string, ...any)) ([]settingDoc, error) 
 	}
 	var out []settingDoc
 	for _, o := range objs {
+		if isHarvesterSetting(o) {
+			d, warns, skip := decodeHarvesterSetting(o)
+			if skip != "" {
+				note("%s: skipping %s", o.where, skip)
+				continue
+			}
+			d.warns = warns
+			out = append(out, d)
+			continue
+		}
 		if !isSettingLike(o) {
 			note("%s: skipping %s (not a %s Setting)", o.where, o.kind, v1beta1.GroupVersion.Group)
 			continue
