@@ -70,14 +70,31 @@ type checkedValue struct {
 	warns                                []string
 }
 
+// valuePaths are the fields the checks of a value report on: the setting's keys under one path
+// (keyPaths), or where a NAD's CNI configuration holds the same facts (NetworkFromNAD).
+type valuePaths struct {
+	clusterNetwork, vlan, rng, exclude, mtu *field.Path
+}
+
+// keyPaths are the setting value's own keys under fld.
+func keyPaths(fld *field.Path) valuePaths {
+	return valuePaths{clusterNetwork: fld.Child(keyClusterNetwork), vlan: fld.Child(keyVLAN), rng: fld.Child(keyRange),
+		exclude: fld.Child(keyExclude), mtu: fld.Child(keyMTU)}
+}
+
 // checkValue runs the checks of the value itself; it parses each string of m exactly once.
 func checkValue(m *MigrationNetwork, fld *field.Path) *checkedValue {
+	return checkValueAt(m, keyPaths(fld))
+}
+
+// checkValueAt is checkValue reporting on the fields named by p.
+func checkValueAt(m *MigrationNetwork, p valuePaths) *checkedValue {
 	v := &checkedValue{rawRange: m.Range, nExclude: len(m.Exclude)}
-	cnPath, rangePath := fld.Child(keyClusterNetwork), fld.Child(keyRange)
+	cnPath, rangePath := p.clusterNetwork, p.rng
 	cnErrs := validateClusterNetwork(m.ClusterNetwork, cnPath)
 	v.clusterNetworkOK = len(cnErrs) == 0
 	v.errs = append(v.errs, cnErrs...)
-	vlanErrs := validateVLAN(m.VLAN, m.ClusterNetwork, fld.Child(keyVLAN))
+	vlanErrs := validateVLAN(m.VLAN, m.ClusterNetwork, p.vlan)
 	v.errs = append(v.errs, vlanErrs...)
 	rng, rerrs := validateRange(m.Range, rangePath)
 	v.errs = append(v.errs, rerrs...)
@@ -91,15 +108,15 @@ func checkValue(m *MigrationNetwork, fld *field.Path) *checkedValue {
 			v.warns = append(v.warns, uwarn)
 		}
 	}
-	mtuErrs := validateMTU(m.MTU, rng, fld.Child(keyMTU))
+	mtuErrs := validateMTU(m.MTU, rng, p.mtu)
 	v.errs = append(v.errs, mtuErrs...)
-	excl, countable, eerrs := validateExcludes(m.Exclude, rng, fld.Child(keyExclude))
+	excl, countable, eerrs := validateExcludes(m.Exclude, rng, p.exclude)
 	v.errs = append(v.errs, eerrs...)
 	v.rangeOK = rng.clean
 	if rng.clean && countable {
 		v.usable, v.span = usableCount(rng.prefix, excl)
 		if v.usable.isZero() {
-			v.errs = append(v.errs, field.Invalid(fld.Child(keyExclude), fmt.Sprintf("%d entries", v.nExclude), fmt.Sprintf(
+			v.errs = append(v.errs, field.Invalid(p.exclude, fmt.Sprintf("%d entries", v.nExclude), fmt.Sprintf(
 				"the excludes cover every assignable address of range %s (%s addresses minus the first and last); "+
 					"remove some excludes or widen the range", rng.prefix, new(big.Int).Add(v.span.big(), big.NewInt(1)))))
 		} else {
