@@ -215,7 +215,12 @@ func TestNetworkFromNADRoundTrip(t *testing.T) {
 // re-parses with settings' parser to the same Network) and reads back the same once rendered.
 func FuzzNetworkFromNAD(f *testing.F) {
 	for _, s := range []string{harvesterConfig, harvesterConfigMTU, "", "{}", `{"ipam":null}`, `{"ipam":{"exclude":[null]}}`,
-		`{"type":"bridge","bridge":"-br","ipam":{"type":"whereabouts","range":"::/0","exclude":["::1"]}}`} {
+		`{"type":"bridge","bridge":"-br","ipam":{"type":"whereabouts","range":"::/0","exclude":["::1"]}}`,
+		// each breaks one of the value's checks: reading must refuse it as settings' parser does
+		`{"type":"bridge","bridge":"migration-br","mtu":100,"ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
+		`{"type":"bridge","bridge":"migration-br","vlan":5000,"ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
+		`{"type":"bridge","bridge":"migration-br","ipam":{"type":"whereabouts","range":"127.0.0.0/24"}}`,
+		`{"type":"bridge","bridge":"migration-br","ipam":{"type":"whereabouts","range":"10.52.0.0/30","exclude":["10.52.0.1","10.52.0.2"]}}`} {
 		f.Add(s)
 	}
 	for _, raw := range roundTripValues {
