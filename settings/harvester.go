@@ -60,9 +60,10 @@ func HarvesterMigrationNAD(nad *nadv1.NetworkAttachmentDefinition) bool {
 //
 //   - "type" must be "bridge" and "ipam"."type" "whereabouts";
 //   - ClusterNetwork is "bridge" without its "-br" suffix;
-//   - VLAN is "vlan" as written, 0 when absent. Harvester renders a value's VLAN 0 as 1 (the
-//     bridge's default VLAN, untagged on the uplink), so a Harvester NAD never says 0 and the
-//     value's 0 and 1 read back alike as 1; NetworkFromNAD does not guess which was meant;
+//   - VLAN is "vlan" as written, 0 when absent. Harvester renders a value's VLAN 0 as 1, so a
+//     Harvester NAD never says 0 and a value's 0 and 1 both read back as 1: the NAD cannot tell
+//     them apart and NetworkFromNAD does not guess (what VLAN 1 carries on Harvester's bridge and
+//     uplink is the bridge plugin's and the network controller's business, not read here);
 //   - Range and Exclude are "ipam"."range" and "ipam"."exclude", judged by the value's own checks
 //     (family, unicast, size, overlap, inside the range) and returned masked and in canonical order.
 //     A range with host bits is refused, as Harvester's webhook refuses it: such a NAD was not
