@@ -143,3 +143,31 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 		return false, nil
 	})
 }
+
+// DeleteCRDsOfGroup deletes every CRD of group and waits until each is gone: a cluster that
+// another release of migranet is to be installed on starts without the current tree's CRDs, which
+// InstallCRDs created (their fields would be another manager's, and that release's apply would
+// conflict on them).
+func (c *Cluster) DeleteCRDsOfGroup(ctx context.Context, group string) error {
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := c.Client.List(ctx, crds); err != nil {
+		return err
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if crd.Spec.Group != group {
+			continue
+		}
+		if err := c.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete CRD %s: %w", crd.Name, err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := c.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not gone: %w", crd.Name, err)
+		}
+	}
+	return nil
+}

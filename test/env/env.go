@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/sim"
 )
@@ -125,6 +126,12 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			e.Stop()
 		}
 	}()
+	if opts.Release.Manifests != "" {
+		// Another release's install brings its own CRDs, applied by kubectl as an admin's are.
+		if err := c.DeleteCRDsOfGroup(ctx, v1beta1.GroupVersion.Group); err != nil {
+			return nil, err
+		}
+	}
 	if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
 		return nil, err
 	}

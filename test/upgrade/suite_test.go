@@ -9,9 +9,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/results"
@@ -45,14 +42,5 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(cluster.CreateNodes(ctx, c.Client, cluster.DefaultNodes(2))).To(Succeed())
 	// The local cluster starts with the current tree's migranet CRDs (test/cluster.InstallCRDs):
 	// a cluster the previous release was installed on has that release's.
-	crds := &apiextensionsv1.CustomResourceDefinitionList{}
-	Expect(c.Client.List(ctx, crds)).To(Succeed())
-	for i := range crds.Items {
-		if crd := &crds.Items[i]; crd.Spec.Group == "migranet.io" {
-			Expect(c.Client.Delete(ctx, crd)).To(Succeed())
-			Eventually(func() bool {
-				return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{}))
-			}).WithContext(ctx).WithTimeout(time.Minute).Should(BeTrue(), "CRD %s deleted", crd.Name)
-		}
-	}
+	Expect(c.DeleteCRDsOfGroup(ctx, "migranet.io")).To(Succeed())
 }, NodeTimeout(10*time.Minute))
