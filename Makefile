@@ -32,12 +32,8 @@ LDFLAGS = -X main.releaseVersion=$(VERSION) -X main.releaseCommit=$(COMMIT)
 build: ## the migranet binary, in bin/ (VERSION and COMMIT from git)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/migranet ./cmd/migranet
 
-# On a cold machine the tools and migranet's own packages compile side by side (test/tools/build.sh
-# dev builds its pieces at once too); the first `make dev` is bound by that compile.
 dev: ## local cluster (control plane, kwok nodes, real node networks) + migranet; Ctrl-C stops it all
 	bash hack/host-tools.sh dev
-	bash test/tools/build.sh dev >/dev/null & tools=$$!; \
-	  $(GO) build ./cmd/migranet ./test/devcluster; built=$$?; wait $$tools && [ $$built = 0 ]
 	$(GO) run ./test/devcluster
 
 # Every suite writes what it ran to RESULTS (go test -json streams, Ginkgo spec reports); make test

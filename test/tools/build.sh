@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local test control plane and tools from the Go module proxy into a per-version cache
 # outside the work tree, and prints the directory holding them. Each piece is built only when
-# missing; `all` and `dev` build theirs side by side. Progress goes to stderr.
+# missing. Progress goes to stderr: a cold Kubernetes build takes about 10 minutes on 2 cores, a cold
+# KubeVirt build (virt-api, virt-controller, virtctl and the generator) about 5 more.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 K8S_VERSION=v1.34.4
@@ -92,25 +93,13 @@ build_tool() { # dir pkg@version name [ldflags]
   GOBIN="$1" CGO_ENABLED=0 go install -trimpath -ldflags "${4:-}" "$2"
 }
 
-build_kwok() { build_tool "$kwokdir" sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION kwok; }
-
-# at_once runs the given builds side by side and fails when one fails. One cold `go build` leaves
-# cores idle at its links and at long packages nothing else waits on; the others fill them.
-at_once() {
-  local pids=() b rc=0
-  for b in "$@"; do "$b" & pids+=($!); done
-  for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  return $rc
-}
-
 mkdir -p "$cache"
 case "${1:-all}" in
   all)
-    at_once build_k8s build_kwok build_kubevirt || exit 1
+    build_k8s
+    build_tool "$kwokdir" sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION kwok
+    build_kubevirt
     echo "$k8sdir:$kwokdir:$kvdir" ;;
-  dev) # everything `make dev` runs: all, and the CNI plugins of the real node networks
-    at_once build_k8s build_kwok build_kubevirt build_cni || exit 1
-    echo "$k8sdir:$kwokdir:$kvdir:$cnidir" ;;
   kubernetes)
     build_k8s
     echo "$k8sdir" ;;
@@ -130,5 +119,5 @@ case "${1:-all}" in
     # The version ldflag is what `helm version` prints (without it: the bare "v4.3").
     build_tool "$helmdir" helm.sh/helm/v4/cmd/helm@$HELM_VERSION helm "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
     echo "$helmdir/helm" ;;
-  *) log "usage: build.sh [all|dev|kubernetes|kubevirt|cni|controller-gen|promtool|helm]"; exit 2 ;;
+  *) log "usage: build.sh [all|kubernetes|kubevirt|cni|controller-gen|promtool|helm]"; exit 2 ;;
 esac
