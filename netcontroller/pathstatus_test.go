@@ -75,25 +75,9 @@ func TestJudgePaths(t *testing.T) {
 			status: metav1.ConditionUnknown, reason: ReasonPathsUnverified, message: []string{"not been probed by every peer"}, paths: "0/1 verified"},
 		{name: "no agent reports: not probed", reports: nil, attached: []string{"a", "b"},
 			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"no attached node has fresh probe results on " + pathNet, "migranet probe"}, paths: "0/1 verified"},
-		{name: "every agent reports a problem: not probed, naming the problem, not the agent", reports: []*v1beta1.PathReport{func() *v1beta1.PathReport {
-			r := pathReport("a")
-			r.Problem, r.Message, r.LastRound = v1beta1.ProbeNoInterface, "no migration0", nil
-			return r
-		}(), func() *v1beta1.PathReport {
-			r := pathReport("b")
-			r.Problem, r.Message, r.LastRound = v1beta1.ProbeNoInterface, "no migration0", nil
-			return r
-		}()}, attached: []string{"a", "b"},
+		{name: "every agent reports a problem: not probed, naming the problem, not the agent", reports: problemReports(v1beta1.ProbeNoInterface, "no migration0", "a", "b"), attached: []string{"a", "b"},
 			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"every probe agent reports " + v1beta1.ProbeNoInterface + " (a: no migration0)"}, paths: "0/1 verified"},
-		{name: "simulated node networks: not measured, no agent blamed", reports: []*v1beta1.PathReport{func() *v1beta1.PathReport {
-			r := pathReport("a")
-			r.Problem, r.Message, r.LastRound = v1beta1.ProbeNotMeasured, "not measured on simulated networks (no ping)", nil
-			return r
-		}(), func() *v1beta1.PathReport {
-			r := pathReport("b")
-			r.Problem, r.Message, r.LastRound = v1beta1.ProbeNotMeasured, "not measured on simulated networks (no ping)", nil
-			return r
-		}()}, attached: []string{"a", "b"},
+		{name: "simulated node networks: not measured, no agent blamed", reports: problemReports(v1beta1.ProbeNotMeasured, "not measured on simulated networks (no ping)", "a", "b"), attached: []string{"a", "b"},
 			status: metav1.ConditionUnknown, reason: ReasonNotProbed, message: []string{"the paths of " + pathNet + " are not measured on simulated networks (no ping)"},
 			unwanted: []string{"agent"}, paths: "0/1 verified"},
 		{name: "reports of another network: not probed", reports: []*v1beta1.PathReport{func() *v1beta1.PathReport {
@@ -269,4 +253,15 @@ func TestWorstNamesOnlyTheMost(t *testing.T) {
 			t.Errorf("worst(%v) = %q, want %q", tc.perNode, got, tc.want)
 		}
 	}
+}
+
+// problemReports are the reports of nodes whose agents each say problem (message) and hold no round.
+func problemReports(problem, message string, nodes ...string) []*v1beta1.PathReport {
+	var out []*v1beta1.PathReport
+	for _, n := range nodes {
+		r := pathReport(n)
+		r.Problem, r.Message, r.LastRound = problem, message, nil
+		out = append(out, r)
+	}
+	return out
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/migranet/migranet/test/cluster"
 )
 
@@ -141,12 +143,10 @@ func TestDevClusterOnSimulatedNetworksBlamesNothing(t *testing.T) {
 		t.Fatalf("kubectl patch: %v\n%s", err, out)
 	}
 	var msg string
-	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+	_ = wait.PollUntilContextTimeout(context.Background(), time.Second, 90*time.Second, true, func(context.Context) (bool, error) {
 		msg, _ = d.kubectl("get", "settings.migranet.io", "vm-migration-network", "-o", `jsonpath={.status.conditions[?(@.type=="Healthy")].message}`)
-		if strings.Contains(msg, "not measured on simulated networks") {
-			break
-		}
-	}
+		return strings.Contains(msg, "not measured on simulated networks"), nil
+	})
 	if !strings.Contains(msg, "not measured on simulated networks") {
 		t.Fatalf("Healthy's message %q does not say the paths are not measured on simulated networks", msg)
 	}
