@@ -107,27 +107,6 @@ func startWatch(ctx context.Context, ns, nad string, feasible, pinned, movers []
 	return w
 }
 
-// counts is how many answers of each kind the watch has counted so far.
-type counts struct{ admitted, refused, migrated, guarded, validated, readings int }
-
-func (w *watch) counts() counts {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c := counts{admitted: w.admitted, refused: w.refused, migrated: w.migrated, guarded: w.guarded, validated: w.validated}
-	for _, n := range w.conditions {
-		c.readings += n
-	}
-	return c
-}
-
-// answeredSince reports whether every kind of answer has come again since before: the new release
-// alone has answered each (a real migration included) after the rollout.
-func (w *watch) answeredSince(before counts) bool {
-	now := w.counts()
-	return now.admitted > before.admitted && now.refused > before.refused && now.migrated > before.migrated &&
-		now.guarded > before.guarded && now.validated > before.validated && now.readings > before.readings
-}
-
 // finish stops every loop and waits for them.
 func (w *watch) finish() {
 	close(w.stop)
