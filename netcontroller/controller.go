@@ -248,7 +248,7 @@ func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, 
 	}
 	kvReady, kvWhy := settings.KubeVirtReady(kv)
 	switch {
-	case m == nil && settings.EffectiveValue(s) != "":
+	case m == nil && len(eff.Errs) > 0:
 		snap.Reason, snap.Message = ReasonInvalidValue, "the setting's value is invalid (condition Configured names every problem); fix it with kubectl edit"
 	case m != nil && snap.AppliedHash != snap.Hash:
 		snap.Reason, snap.Message = ReasonNotApplied, "the settings controller has not applied the current value yet (see condition Configured)"

@@ -128,8 +128,7 @@ func TestJudgeAndCapacity(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &v1beta1.Setting{Value: tc.value, Status: v1beta1.SettingStatus{AppliedHash: tc.applied}}
-			m := parse(t, tc.value)
-			snap := judge(s, settings.EffectiveOf(m), kubeVirt(tc.kvStatus, tc.kvReason), tc.obs)
+			snap := judge(s, settings.EffectiveNetwork(s), kubeVirt(tc.kvStatus, tc.kvReason), tc.obs)
 			if snap.Ready != tc.wantReady || snap.Reason != tc.wantReason {
 				t.Errorf("judge = ready %v reason %q (%s), want %v %q", snap.Ready, snap.Reason, snap.Message, tc.wantReady, tc.wantReason)
 			}

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,12 +66,13 @@ func (o *PathObserver) SetupWithManager(mgr ctrl.Manager) error {
 // isMigrationNetwork passes the vm-migration-network setting only.
 var isMigrationNetwork = predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == v1beta1.MigrationNetwork })
 
-// valueChanged passes updates that change the effective value (value or default), not the status
-// writes every controller makes.
+// valueChanged passes updates that change the network in force (value or default, or in Harvester
+// mode the mirrored source), not the other status writes every controller makes.
 var valueChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	old, oldOK := e.ObjectOld.(*v1beta1.Setting)
 	cur, curOK := e.ObjectNew.(*v1beta1.Setting)
-	return !oldOK || !curOK || settings.EffectiveValue(old) != settings.EffectiveValue(cur)
+	return !oldOK || !curOK || settings.EffectiveValue(old) != settings.EffectiveValue(cur) ||
+		!equality.Semantic.DeepEqual(old.Status.Source, cur.Status.Source)
 }}
 
 // Reconcile rebuilds and publishes the health of the current network; a missing setting is no

@@ -30,13 +30,42 @@ type Effective struct {
 // An invalid value is neither disabled nor enabled: Errs says why.
 func (e Effective) Disabled() bool { return e.Network == nil && len(e.Errs) == 0 }
 
-// EffectiveNetwork parses s's effective value, runs the checks of the value itself, and derives
-// its hash and NAD name. A nil s is disabled.
+// EffectiveNetwork is the migration network s puts in force: its effective value parsed, checked
+// by itself, with its hash and NAD name; or, when status.source names another setting (Harvester
+// mode), the network that setting's NAD carries (status.source.value) under that NAD's name. A nil
+// s is disabled.
 func EffectiveNetwork(s *v1beta1.Setting) Effective {
-	raw, path := EffectiveValue(s), EffectivePath(s)
-	c := checkRaw(raw, path)
-	return effectiveOf(c)
+	if s != nil && s.Status.Source != nil {
+		return sourcedNetwork(s.Status.Source)
+	}
+	return ValueNetwork(s)
 }
+
+// ValueNetwork is the network s's own effective value asks for, whatever status.source says: what
+// the settings controller applies and the setting webhook judges.
+func ValueNetwork(s *v1beta1.Setting) Effective {
+	return effectiveOf(checkRaw(EffectiveValue(s), EffectivePath(s)))
+}
+
+// sourcedNetwork is the Effective of a network another setting put in force: its NAD keeps the
+// name its controller gave it (the namespace is KubeVirt's, as for migranet's own NAD).
+func sourcedNetwork(src *v1beta1.NetworkSource) Effective {
+	if src.Value == "" {
+		return Effective{}
+	}
+	e := effectiveOf(checkRaw(src.Value, field.NewPath("status", "source", "value")))
+	if e.Network != nil {
+		e.NAD = src.NetworkAttachmentDefinition
+		if _, name, ok := strings.Cut(e.NAD, "/"); ok {
+			e.NAD = name
+		}
+	}
+	return e
+}
+
+// Sourced reports whether another setting decides s's network (Harvester mode): s's own value is
+// then not applied.
+func Sourced(s *v1beta1.Setting) bool { return s != nil && s.Status.Source != nil }
 
 // effectiveOf is the Effective of a value checked by itself.
 func effectiveOf(c *valueCheck) Effective {

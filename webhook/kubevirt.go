@@ -41,7 +41,8 @@ func (v *KubeVirtValidator) ValidateUpdate(ctx context.Context, oldObj, newObj r
 		return nil, nil
 	}
 	eff := settings.EffectiveNetwork(s)
-	if len(eff.Errs) > 0 {
+	if len(eff.Errs) > 0 || settings.Sourced(s) {
+		// In Harvester mode Harvester's controller writes the field, and migranet only mirrors it.
 		v.Metrics.count(WebhookKubeVirt, RuleNone, ResultAllowed)
 		return nil, nil
 	}

@@ -34,6 +34,7 @@ const (
 	RuleSettingValue       = "settingValue"       // the value or default breaks settings.ValidateSetting
 	RuleMigrationsInFlight = "migrationsInFlight" // the migration network cannot change during migrations
 	RuleOwnedSetting       = "ownedSetting"       // deleting a setting migranet owns
+	RuleHarvesterMode      = "harvesterMode"      // a value for migranet's network setting in Harvester mode
 	RuleActiveNetwork      = "activeNetwork"      // deleting the NAD the KubeVirt CR uses
 	RuleNetworkMismatch    = "networkMismatch"    // KubeVirt migrations.network set by hand
 )
@@ -58,6 +59,7 @@ func outcomes() []outcome {
 	out := []outcome{
 		{WebhookSetting, RuleSettingValue, ResultDenied}, {WebhookSetting, RuleSettingValue, ResultWarned},
 		{WebhookSetting, RuleMigrationsInFlight, ResultDenied}, {WebhookSetting, RuleOwnedSetting, ResultDenied},
+		{WebhookSetting, RuleHarvesterMode, ResultDenied},
 		{WebhookNAD, RuleActiveNetwork, ResultDenied},
 		{WebhookKubeVirt, RuleNetworkMismatch, ResultWarned},
 	}

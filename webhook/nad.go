@@ -21,6 +21,11 @@ import (
 type NADValidator struct {
 	Reader            client.Reader
 	KubeVirtNamespace string
+	// APIReader, when set, reads the KubeVirt CR again from the API server before a refusal: the
+	// controller that moved the CR away from the NAD (migranet's, or Harvester's, which deletes
+	// its old NAD right after its CR update and never retries) may be ahead of this replica's
+	// cache.
+	APIReader client.Reader
 	// Metrics counts the decisions on deletes; nil counts nothing.
 	Metrics *Metrics
 }
@@ -70,6 +75,12 @@ func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (
 		v.Metrics.count(WebhookNAD, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
+	if kv != nil && v.APIReader != nil && ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(kv)) != nil {
+		if kv, err = clusterread.KubeVirtCR(ctx, v.APIReader, v.KubeVirtNamespace); err != nil {
+			v.Metrics.count(WebhookNAD, RuleNone, ResultError)
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
 	if kv != nil {
 		if err := ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(kv)); err != nil {
 			v.Metrics.count(WebhookNAD, RuleActiveNetwork, ResultDenied)
@@ -88,6 +99,6 @@ func ValidateNADDelete(name, activeNetwork string) error {
 	}
 	return fmt.Errorf("NetworkAttachmentDefinition %s is the migration network the KubeVirt CR names in "+
 		"spec.configuration.migrations.network: every virt-handler uses it, and deleting it breaks live migration; "+
-		"change or clear the setting %s instead, and migranet deletes this NAD once KubeVirt no longer uses it",
+		"change or clear the setting %s instead, and its controller deletes this NAD once KubeVirt no longer uses it",
 		name, v1beta1.MigrationNetwork)
 }

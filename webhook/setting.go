@@ -16,6 +16,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/harvestermode"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
@@ -35,6 +36,9 @@ type SettingValidator struct {
 	State migrationcheck.State
 	// Metrics counts the decisions; nil counts nothing.
 	Metrics *Metrics
+	// Harvester is Harvester mode (package harvestermode): Harvester's own setting decides the
+	// migration network, and a value for migranet's is refused, naming the setting to edit.
+	Harvester bool
 }
 
 var settingKind = v1beta1.GroupVersion.WithKind("Setting").GroupKind()
@@ -83,6 +87,10 @@ func (v *SettingValidator) ValidateDelete(_ context.Context, obj runtime.Object)
 }
 
 func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting) (admission.Warnings, error) {
+	if err := v.harvesterOwned(old, s); err != nil {
+		v.Metrics.count(WebhookSetting, RuleHarvesterMode, ResultDenied)
+		return nil, err
+	}
 	cl, note, err := v.cluster(ctx, s)
 	if err != nil {
 		v.Metrics.count(WebhookSetting, RuleNone, ResultError)
@@ -93,7 +101,7 @@ func (v *SettingValidator) validate(ctx context.Context, old, s *v1beta1.Setting
 		warnings = append(warnings, note)
 	}
 	rule := RuleSettingValue
-	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && settings.EffectiveNetwork(old).Hash != eff.Hash {
+	if s.Name == v1beta1.MigrationNetwork && len(errs) == 0 && settings.ValueNetwork(old).Hash != eff.Hash {
 		busy, err := v.migrationsInFlight(ctx)
 		if err != nil {
 			v.Metrics.count(WebhookSetting, RuleNone, ResultError)
@@ -165,4 +173,32 @@ func inFlightMessage(busy []string) string {
 	return fmt.Sprintf("the migration network cannot change while %d migration(s) are in progress (%s%s): "+
 		"changing it restarts every virt-handler and would break them; wait until they succeed or fail, "+
 		"or cancel them with kubectl delete vmim", len(busy), strings.Join(shown, ", "), more)
+}
+
+// harvesterOwned refuses, in Harvester mode, giving migranet's vm-migration-network setting a
+// value or default: Harvester's setting decides the network there, and this one mirrors it.
+// Clearing them is admitted.
+func (v *SettingValidator) harvesterOwned(old, s *v1beta1.Setting) error {
+	if !v.Harvester || s.Name != v1beta1.MigrationNetwork {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, f := range []struct {
+		name     string
+		new, was string
+	}{{"value", s.Value, ""}, {"default", s.Default, ""}} {
+		if old != nil {
+			f.was = map[string]string{"value": old.Value, "default": old.Default}[f.name]
+		}
+		if strings.TrimSpace(f.new) == "" || f.new == f.was {
+			continue
+		}
+		errs = append(errs, field.Forbidden(field.NewPath(f.name), fmt.Sprintf("migranet runs in Harvester mode: Harvester's setting "+
+			"%s decides the migration network, and this setting's status mirrors it; edit that one instead "+
+			"(kubectl edit settings.harvesterhci.io %s), and leave this %s empty", harvestermode.SettingRef, v1beta1.MigrationNetwork, f.name)))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(settingKind, settings.ShortenName(s.Name), errs)
 }

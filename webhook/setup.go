@@ -35,6 +35,9 @@ type Options struct {
 	// Paths is the probe agents' path health (netcontroller's path observer publishes it); nil
 	// leaves rule pathHealthy nothing to judge.
 	Paths *settings.PathStore
+	// Harvester is Harvester mode (package harvestermode): migranet's own network setting takes
+	// no value.
+	Harvester bool
 }
 
 // Setup registers every admission webhook with the manager's webhook server. Admission reads the
@@ -61,9 +64,9 @@ func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migration
 		obj       runtime.Object
 		validator admission.CustomValidator
 	}{
-		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, State: state, Metrics: opts.Metrics}},
+		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, State: state, Metrics: opts.Metrics, Harvester: opts.Harvester}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{State: state, Metrics: opts.Metrics, Recorder: opts.Recorder}},
-		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
+		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},
 	}
 	for _, h := range hooks {

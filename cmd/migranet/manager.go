@@ -17,6 +17,7 @@ import (
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/harvestermode"
 	"github.com/migranet/migranet/webhook/certs"
 )
 
@@ -39,6 +40,7 @@ type managerFlags struct {
 	retryPeriod          time.Duration
 	shutdownDelay        time.Duration
 	guardScan            time.Duration
+	harvester            string
 	qps                  float64
 	burst                int
 	zap                  zap.Options
@@ -95,6 +97,8 @@ func parseManagerFlags(args []string, dev bool) (*managerFlags, *flag.FlagSet, e
 	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between leader-election attempts")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long the replica stays up unready, still serving webhooks, before it stops (lets the Service drain it; dev: 0)")
 	fs.DurationVar(&f.guardScan, "guard-scan-interval", 5*time.Minute, "how often the leader lists every pod (metadata, paged) and VMI for ones attached to the migration network besides virt-handlers (also at start and when the NAD changes)")
+	fs.StringVar(&f.harvester, "harvester", harvestermode.ModeAuto, "Harvester mode: on, off, or auto (on when Harvester's setting settings.harvesterhci.io/vm-migration-network exists at start-up); "+
+		"in Harvester mode Harvester's setting decides the migration network, migranet mirrors it into its own and never writes the NAD or the KubeVirt CR")
 	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client-side rate limit of requests to the API server, per second")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst allowed above --kube-api-qps")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -187,7 +191,12 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	observer, err := setupParts(ctx, mgr, f, m)
+	harvester, why, err := harvestermode.Detect(ctx, f.harvester, mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("Harvester mode", "on", harvester, "why", why)
+	observer, err := setupParts(ctx, mgr, f, m, harvester)
 	if err != nil {
 		return err
 	}

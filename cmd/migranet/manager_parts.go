@@ -22,6 +22,7 @@ import (
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	settingscontroller "github.com/migranet/migranet/settings/controller"
+	"github.com/migranet/migranet/settings/harvestermode"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook"
@@ -93,12 +94,9 @@ func registerMetrics(rotator *certs.Rotator) (*managerMetrics, error) {
 // setupParts wires migranet's parts into mgr: the settings controllers, the network controller
 // and its observers, the path health, the probe agents' placement and the webhooks. It returns
 // the network observer, whose first observation readiness waits for.
-func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *managerMetrics) (*netcontroller.Observer, error) {
-	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
-		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings,
-		Guard: &settingscontroller.GuardParams{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace},
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up the settings controller: %w", err)
+func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *managerMetrics, harvester bool) (*netcontroller.Observer, error) {
+	if err := setupNetworkSource(mgr, f, m, harvester); err != nil {
+		return nil, err
 	}
 	if err := (&settingscontroller.PolicyController{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the migration-policy controller: %w", err)
@@ -141,7 +139,7 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 		return nil, err
 	}
 	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Pods: pods, Paths: paths,
-		Metrics: m.webhook, Recorder: mgr.GetEventRecorderFor("migranet-webhook")}); err != nil {
+		Metrics: m.webhook, Recorder: mgr.GetEventRecorderFor("migranet-webhook"), Harvester: harvester}); err != nil {
 		return nil, fmt.Errorf("setting up webhooks: %w", err)
 	}
 	synced := &webhook.SyncedCheck{Cache: webhook.AllSynced{mgr.GetCache(), pods}}
@@ -152,6 +150,27 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 		return nil, err
 	}
 	return observer, nil
+}
+
+// setupNetworkSource sets up what decides the migration network in force: the settings
+// controller, which renders migranet's setting into a NAD and the KubeVirt CR, or in Harvester mode
+// the mirror of Harvester's (which writes neither).
+func setupNetworkSource(mgr ctrl.Manager, f *managerFlags, m *managerMetrics, harvester bool) error {
+	guard := &settingscontroller.GuardParams{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace}
+	if harvester {
+		if err := (&harvestermode.Mirror{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
+			KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard,
+		}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the mirror of Harvester's migration network: %w", err)
+		}
+		return nil
+	}
+	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
+		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the settings controller: %w", err)
+	}
+	return nil
 }
 
 // setupRunnables adds the health and readiness checks and what runs beside the parts: the

@@ -131,7 +131,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // the network every other node uses. The network controller reports such a node (status.nodes,
 // Ready) and admission keeps migrations off it.
 func (r *Controller) judge(ctx context.Context, s *v1beta1.Setting) (settings.Effective, error) {
-	eff := settings.EffectiveNetwork(s)
+	eff := settings.ValueNetwork(s)
 	var cl *settings.Cluster
 	// An invalid value is never the one in force: the nodes are named for it too, so every problem
 	// is told at once.
@@ -153,14 +153,20 @@ func (r *Controller) judge(ctx context.Context, s *v1beta1.Setting) (settings.Ef
 	return eff, nil
 }
 
-// cluster is what the checks that depend on the nodes look at, read from the manager's cache and
-// derived as the setting webhook derives it (settings.ClusterOf).
+// cluster is what the checks that depend on the nodes look at (ReadCluster).
 func (r *Controller) cluster(ctx context.Context) (*settings.Cluster, error) {
+	return ReadCluster(ctx, r.Client, r.APIReader, r.KubeVirtNamespace)
+}
+
+// ReadCluster is what the checks that depend on the nodes look at, read from c (the manager's
+// cache; apiReader reads Service default/kubernetes, nil: not read) and derived as the setting
+// webhook derives it (settings.ClusterOf).
+func ReadCluster(ctx context.Context, c client.Reader, apiReader client.Reader, kubevirtNamespace string) (*settings.Cluster, error) {
 	list := &corev1.NodeList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := c.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	kv, err := clusterread.KubeVirtCR(ctx, r.Client, r.KubeVirtNamespace)
+	kv, err := clusterread.KubeVirtCR(ctx, c, kubevirtNamespace)
 	if err != nil {
 		return nil, err
 	}
@@ -168,9 +174,9 @@ func (r *Controller) cluster(ctx context.Context) (*settings.Cluster, error) {
 	for i := range list.Items {
 		nodes[i] = &list.Items[i]
 	}
-	services, pods, missed := clusterread.OwnNetworks(ctx, r.Client, r.APIReader, r.KubeVirtNamespace)
+	services, pods, missed := clusterread.OwnNetworks(ctx, c, apiReader, kubevirtNamespace)
 	if missed != "" {
-		ctrl.LoggerFrom(ctx).Info("the stored value's range is not checked against " + missed)
+		ctrl.LoggerFrom(ctx).Info("the range is not checked against " + missed)
 	}
 	return settings.ClusterOf(nodes, kv, services, pods), nil
 }
@@ -224,15 +230,21 @@ func (r *Controller) apply(ctx context.Context, s *v1beta1.Setting, eff settings
 	return nil
 }
 
-// recordRange adds rng to status.ranges (own field manager) unless it is recorded already: the
-// network controller deletes empty whereabouts pools only of recorded ranges, so a range is
-// recorded before any NAD of it exists, as the guard names a NAD first.
+// recordRange records rng in s's status.ranges (RecordRange).
 func (r *Controller) recordRange(ctx context.Context, s *v1beta1.Setting, rng netip.Prefix) error {
+	return RecordRange(ctx, r.Client, s, rng)
+}
+
+// RecordRange adds rng to status.ranges (own field manager) unless it is recorded already: the
+// network controller deletes empty whereabouts pools only of recorded ranges, so a range is
+// recorded before any NAD of it exists (or, in Harvester mode, as soon as its NAD is seen in
+// force), as the guard names a NAD first.
+func RecordRange(ctx context.Context, c client.Client, s *v1beta1.Setting, rng netip.Prefix) error {
 	ranges, changed := settings.RecordRange(s.Status.Ranges, rng)
 	if !changed {
 		return nil
 	}
-	if err := statuswrite.ApplyStatus(ctx, r.Client, s, statuswrite.FieldManagerRanges, nil, map[string]any{"ranges": ranges}); err != nil {
+	if err := statuswrite.ApplyStatus(ctx, c, s, statuswrite.FieldManagerRanges, nil, map[string]any{"ranges": ranges}); err != nil {
 		return fmt.Errorf("recording range %s in status.ranges: %w", rng.Masked(), err)
 	}
 	s.Status.Ranges = ranges
@@ -362,6 +374,9 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, eff se
 		"appliedHash":    s.Status.AppliedHash,
 		"appliedNetwork": s.Status.AppliedNetwork,
 		"summary":        m.Summary(),
+		// Harvester mode's mirror writes status.source under the same field manager; this
+		// controller runs only outside that mode, where no other setting decides the network.
+		"source": nil,
 	}
 	switch {
 	case serr != nil:

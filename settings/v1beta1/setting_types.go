@@ -67,6 +67,12 @@ type SettingStatus struct {
 	// AppliedNetwork is the NetworkAttachmentDefinition the KubeVirt CR was pointed at, if any.
 	// +optional
 	AppliedNetwork string `json:"appliedNetwork,omitempty"`
+	// Source, when set, says that the network in force is another setting's: in Harvester mode,
+	// Harvester's own vm-migration-network setting decides it, and this setting's value is not
+	// applied. Everything migranet does downstream (nodes, capacity, paths, admission) then works
+	// from Source.Value and Source.NetworkAttachmentDefinition.
+	// +optional
+	Source *NetworkSource `json:"source,omitempty"`
 	// Nodes lists, per eligible node, its migration address or why it has none.
 	// +listType=map
 	// +listMapKey=name
@@ -86,6 +92,29 @@ type SettingStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Ranges []string `json:"ranges,omitempty"`
+}
+
+// SourceHarvester is NetworkSource.Kind of Harvester mode.
+const SourceHarvester = "Harvester"
+
+// NetworkSource is where the migration network in force comes from when this setting's value does
+// not decide it.
+type NetworkSource struct {
+	// Kind of source: Harvester.
+	// +kubebuilder:validation:Enum=Harvester
+	Kind string `json:"kind"`
+	// Setting names the setting to edit instead of this one, as resource/name, e.g.
+	// settings.harvesterhci.io/vm-migration-network.
+	Setting string `json:"setting"`
+	// NetworkAttachmentDefinition in force, as namespace/name: the one the KubeVirt CR's
+	// spec.configuration.migrations.network names; empty while migrations use the pod network.
+	// +optional
+	NetworkAttachmentDefinition string `json:"networkAttachmentDefinition,omitempty"`
+	// Value is the network that NetworkAttachmentDefinition carries, written as a value of this
+	// setting (its mtu is the NAD's, which Harvester's network controller sets from the uplink);
+	// empty while migrations use the pod network.
+	// +optional
+	Value string `json:"value,omitempty"`
 }
 
 // MaxRecordedRanges bounds status.ranges: past it the oldest range is forgotten (its pool, if

@@ -1,0 +1,171 @@
+package harvestermode
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/clusterread"
+	settingscontroller "github.com/migranet/migranet/settings/controller"
+	"github.com/migranet/migranet/settings/statuswrite"
+	"github.com/migranet/migranet/settings/v1beta1"
+)
+
+// ControllerName names the mirror in logs and step metrics.
+const ControllerName = "harvester-mirror"
+
+// Mirror writes, in Harvester mode, the network in force into migranet's vm-migration-network
+// setting (Decide): status.source, the applied hash and network, the summary and Configured. It
+// records each range in force in status.ranges (so the network controller deletes the empty
+// whereabouts pools of Harvester's earlier ranges) and keeps the guard's parameter on every
+// migration NAD Harvester rendered. It never writes a NAD or the KubeVirt CR.
+type Mirror struct {
+	Client            client.Client
+	Recorder          record.EventRecorder
+	KubeVirtNamespace string
+	// APIReader reads Service default/kubernetes for the cluster's checks (nil: not read).
+	APIReader client.Reader
+	// Metrics counts the steps; nil counts nothing.
+	Metrics *statuswrite.Metrics
+	// Guard is the guard policies' parameter; nil leaves it alone.
+	Guard *settingscontroller.GuardParams
+}
+
+// Steps of the mirror.
+const (
+	StepRead   = "read"
+	StepGuard  = "guard"
+	StepStatus = "status"
+)
+
+// SetupWithManager watches migranet's and Harvester's vm-migration-network settings, the KubeVirt
+// CR and the NADs in KubeVirt's namespace, and the nodes' labels (the cluster's checks).
+func (m *Mirror) SetupWithManager(mgr ctrl.Manager) error {
+	m.Metrics.Init(ControllerName, StepRead, StepGuard, StepStatus)
+	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
+	})
+	named := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == v1beta1.MigrationNetwork })
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == m.KubeVirtNamespace })
+	return ctrl.NewControllerManagedBy(mgr).Named(ControllerName).
+		For(&v1beta1.Setting{}, builder.WithPredicates(named)).
+		Watches(NewSetting(), toSetting, builder.WithPredicates(named)).
+		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, toSetting, builder.WithPredicates(inNamespace)).
+		Watches(&corev1.Node{}, toSetting, builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Complete(m)
+}
+
+// Reconcile mirrors the network in force into the setting's status.
+func (m *Mirror) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	s := &v1beta1.Setting{}
+	if err := m.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	in, err := m.read(ctx, s)
+	m.Metrics.Step(ControllerName, StepRead, err)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	d := Decide(in)
+	if d.Network != nil {
+		if err := settingscontroller.RecordRange(ctx, m.Client, s, d.Network.Range); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if m.Guard != nil {
+		err := m.Guard.Set(ctx, d.Guard...)
+		m.Metrics.Step(ControllerName, StepGuard, err)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if d.Network != nil && d.Configured.Reason == ReasonMirrored {
+		if problems := m.judge(ctx, d); problems != "" {
+			d.Configured.Message += "; but migranet's rules find: " + problems
+		}
+	}
+	return reconcile.Result{}, m.writeStatus(ctx, s, d)
+}
+
+// read gathers Decide's input from the cache.
+func (m *Mirror) read(ctx context.Context, s *v1beta1.Setting) (Input, error) {
+	in := Input{Namespace: m.KubeVirtNamespace, OwnValue: strings.TrimSpace(settings.EffectiveValue(s))}
+	h := NewSetting()
+	switch err := m.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, h); {
+	case err == nil:
+		in.Harvester = h
+	case !apierrors.IsNotFound(err):
+		return in, fmt.Errorf("reading %s: %w", SettingRef, err)
+	}
+	kv, err := clusterread.KubeVirtCR(ctx, m.Client, m.KubeVirtNamespace)
+	if err != nil {
+		return in, err
+	}
+	in.KubeVirt = kv
+	nads := &nadv1.NetworkAttachmentDefinitionList{}
+	if err := m.Client.List(ctx, nads, client.InNamespace(m.KubeVirtNamespace)); err != nil {
+		return in, fmt.Errorf("listing NetworkAttachmentDefinitions in %s: %w", m.KubeVirtNamespace, err)
+	}
+	in.NADs = nads.Items
+	return in, nil
+}
+
+// judge runs migranet's rules on the network in force, as admission would on a value: what
+// Harvester's own webhook accepted that cannot work here (a range over the nodes' addresses or
+// the cluster's own networks, too few addresses, a node without the cluster network). It reports,
+// never undoes: Harvester's setting decides.
+func (m *Mirror) judge(ctx context.Context, d Decision) string {
+	cl, err := settingscontroller.ReadCluster(ctx, m.Client, m.APIReader, m.KubeVirtNamespace)
+	if err != nil {
+		return ""
+	}
+	errs := settings.EffectiveNetwork(&v1beta1.Setting{Status: v1beta1.SettingStatus{Source: d.Source}}).Validate(cl)
+	if len(errs) == 0 {
+		return ""
+	}
+	return settings.ErrorsMessage(errs)
+}
+
+// writeStatus writes the mirror's part of the status (the settings controller's fields: it does
+// not run in Harvester mode) and an event on each change of Configured or of the NAD in force.
+func (m *Mirror) writeStatus(ctx context.Context, s *v1beta1.Setting, d Decision) error {
+	fields := map[string]any{
+		"source":         d.Source,
+		"appliedHash":    s.Status.AppliedHash,
+		"appliedNetwork": s.Status.AppliedNetwork,
+		"summary":        s.Status.Summary,
+	}
+	if d.Source != nil {
+		eff := settings.EffectiveOf(d.Network)
+		fields["appliedHash"], fields["summary"] = eff.Hash, "Harvester: "+d.Network.Summary()
+		_, fields["appliedNetwork"], _ = strings.Cut(d.Source.NetworkAttachmentDefinition, "/")
+	} else {
+		fields["source"] = s.Status.Source
+	}
+	if statuswrite.ConditionChanged(s.Status.Conditions, d.Configured) || fields["appliedNetwork"] != s.Status.AppliedNetwork {
+		eventType := corev1.EventTypeNormal
+		if d.Configured.Status != "True" {
+			eventType = corev1.EventTypeWarning
+		}
+		m.Recorder.Event(s, eventType, d.Configured.Reason, d.Configured.Message)
+	}
+	err := statuswrite.ApplyStatus(ctx, m.Client, s, statuswrite.FieldManagerSettings, []metav1.Condition{d.Configured}, fields)
+	m.Metrics.Step(ControllerName, StepStatus, err)
+	statuswrite.RecordWriteFailure(m.Recorder, s, statuswrite.FieldManagerSettings, err)
+	return err
+}
