@@ -181,3 +181,18 @@ func TestJudgeNamesNodesNotAttached(t *testing.T) {
 		t.Errorf("all attached: NotAttached = %v, want nil", snap.NotAttached)
 	}
 }
+
+// TestJudgeHarvesterMode: in Harvester mode the network in force is status.source's, under
+// Harvester's NAD name; the setting's own value (refused by admission, here a stale invalid one)
+// makes it neither invalid nor not applied.
+// Catches: readiness judged from migranet's own value while Harvester's network is in force.
+func TestJudgeHarvesterMode(t *testing.T) {
+	m := parse(t, valueA)
+	s := &v1beta1.Setting{Value: "{", Status: v1beta1.SettingStatus{AppliedHash: m.Hash(), Source: &v1beta1.NetworkSource{
+		Kind: v1beta1.SourceHarvester, Setting: "settings.harvesterhci.io/vm-migration-network",
+		NetworkAttachmentDefinition: "kubevirt/vm-migration-network-abcde", Value: valueA}}}
+	snap := judge(s, settings.EffectiveNetwork(s), kubeVirt("True", settings.KubeVirtReadyReason), Observation{Eligible: 3, Attached: 3})
+	if !snap.Ready || snap.Reason != ReasonReady || snap.Network != "vm-migration-network-abcde" {
+		t.Errorf("judge = ready %v reason %q network %q (%s), want ready on vm-migration-network-abcde", snap.Ready, snap.Reason, snap.Network, snap.Message)
+	}
+}

@@ -34,6 +34,9 @@ const (
 // CLI's interface.
 type Network struct {
 	Setting string `json:"setting"`
+	// Source names the setting that decides the network when it is not Setting (Harvester mode:
+	// settings.harvesterhci.io/vm-migration-network); empty otherwise.
+	Source  string `json:"source,omitempty"`
 	Mode    string `json:"mode"`
 	NAD     string `json:"nad"`
 	Applied bool   `json:"applied"`
@@ -86,6 +89,9 @@ func Header(s *v1beta1.Setting) Network {
 		return Unavailable(ReasonNotFound, "setting "+v1beta1.MigrationNetwork+" not found: is migranet installed?")
 	}
 	n := Network{Setting: s.Name, Mode: ModePod, Ready: string(metav1.ConditionUnknown)}
+	if src := s.Status.Source; src != nil {
+		n.Source = src.Setting
+	}
 	switch eff := settings.EffectiveNetwork(s); {
 	case len(eff.Errs) > 0:
 		n.Mode, n.Summary = ModeUnknown, "invalid value"
@@ -155,7 +161,11 @@ func Unavailable(reason, message string) Network {
 // address counts are in settings.ShortCount's form ("IPs 3/2^64-2 used" for an IPv6 /64).
 func (n Network) String() string {
 	var b strings.Builder
-	b.WriteString("Migration network: ")
+	b.WriteString("Migration network")
+	if n.Source != "" {
+		fmt.Fprintf(&b, " (Harvester mode, decided by %s)", n.Source)
+	}
+	b.WriteString(": ")
 	switch {
 	case n.Mode == ModePod:
 		b.WriteString("none (pod network)")

@@ -141,6 +141,15 @@ func TestHeader(t *testing.T) {
 			cond(v1beta1.ConditionHealthy, metav1.ConditionUnknown, "NotProbed", "no attached node has fresh probe results"),
 			paths(v1beta1.PathsStatus{Pairs: 1, Unverified: 1, Summary: "0/1 verified"}))),
 			want: []string{"paths 0/1 verified (NotProbed)"}, mode: ModeMigration, ready: "True"},
+		{name: "harvester-mode", net: Header(func() *v1beta1.Setting {
+			// Harvester mode: the value stays empty, status.source carries Harvester's network.
+			s := newSetting("", applied("vm-migration-network-abcde"), nodes(3, 3), capacity(3, 253),
+				cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", ""))
+			s.Status.Source = &v1beta1.NetworkSource{Kind: v1beta1.SourceHarvester, Setting: "settings.harvesterhci.io/vm-migration-network",
+				NetworkAttachmentDefinition: "harvester-system/vm-migration-network-abcde", Value: netValue}
+			return s
+		}()), want: []string{"Migration network (Harvester mode, decided by settings.harvesterhci.io/vm-migration-network): vm-migration-network-abcde (migration vlan 100 192.168.100.0/24 (-1) mtu 9000): Ready, nodes 3/3"},
+			mode: ModeMigration, ready: "True"},
 		{name: "not-found", net: Header(nil), want: []string{"Migration network: unknown: Unknown (NotFound: setting vm-migration-network not found: is migranet installed?)"},
 			mode: ModeUnknown, ready: "Unknown"},
 		{name: "forbidden", net: Unavailable(ReasonForbidden, `settings.migranet.io "vm-migration-network" is forbidden: User "dev" cannot get resource "settings"`),
