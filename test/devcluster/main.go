@@ -7,7 +7,9 @@
 // DEV_KUBEVIRT=simulated leaves out KubeVirt's virt-api and virt-controller (run by default);
 // DEV_NODE_NETWORKS=simulated uses the Multus, bridge and whereabouts simulators even where real
 // node networks could run (the fallback of a machine that cannot make them): the paths then read
-// "not measured on simulated networks".
+// "not measured on simulated networks"; HARVESTER=1 makes the cluster a Harvester stand-in
+// (Harvester's CRDs, its empty vm-migration-network setting, a witness node and the simulator of
+// Harvester's controller), where migranet runs in Harvester mode.
 package main
 
 import (
@@ -60,11 +62,23 @@ func run() error {
 	default:
 		return fmt.Errorf("DEV_NODE_NETWORKS=%q: want real (default, when the machine can) or simulated", v)
 	}
+	harvester := false
+	switch v := os.Getenv("HARVESTER"); v {
+	case "", "0":
+	case "1":
+		harvester = true
+	default:
+		return fmt.Errorf("HARVESTER=%q: want 1 (a Harvester stand-in, migranet in Harvester mode) or 0", v)
+	}
+	nodeSpecs := cluster.DefaultNodes(nodes)
+	if harvester {
+		nodeSpecs = append(nodeSpecs, cluster.NodeSpec{Name: "witness-1", Witness: true})
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began := time.Now()
-	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: cluster.DefaultNodes(nodes), Progress: os.Stderr,
-		SimulatedKubeVirt: simulated, NodeNetworks: networks})
+	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodeSpecs, Progress: os.Stderr,
+		SimulatedKubeVirt: simulated, NodeNetworks: networks, Harvester: harvester})
 	if err != nil {
 		return err
 	}
@@ -89,6 +103,18 @@ func run() error {
 		kubevirt = "KubeVirt simulated (no virt-api, no virt-controller)"
 		virtctl, tryVirtctl = "", "" // no virt-api to serve its subresources
 	}
+	try := fmt.Sprintf(`  kubectl get settings.migranet.io
+  kubectl edit settings.migranet.io vm-migration-network
+      # value: {"clusterNetwork":"%s","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}
+`, cluster.DefaultClusterNetwork)
+	if harvester {
+		try = fmt.Sprintf(`  kubectl edit settings.harvesterhci.io vm-migration-network     # Harvester mode: Harvester's setting decides
+      # value: {"clusterNetwork":"%s","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}
+  kubectl get settings.migranet.io vm-migration-network -o yaml  # migranet's mirror: source, nodes, capacity, paths
+  kubectl annotate node node-3 --overwrite %s%s=1500  # narrow an uplink
+`, cluster.DefaultClusterNetwork, cluster.UplinkMTUAnnotationPrefix, cluster.DefaultClusterNetwork)
+		nodes++
+	}
 	fmt.Printf(`
 migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet webhooks at %s
   kubevirt:   %s
@@ -99,14 +125,11 @@ migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet web
 Try:
   export KUBECONFIG=%s
   kubectl get nodes,kubevirt -A
-  kubectl get settings.migranet.io
-  kubectl edit settings.migranet.io vm-migration-network
-      # value: {"clusterNetwork":"%s","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}
-  kubectl get pods -n kubevirt -l kubevirt.io=virt-handler -w
+%s  kubectl get pods -n kubevirt -l kubevirt.io=virt-handler -w
 %s
 Ctrl-C stops every process this started.
 `, time.Since(began).Round(time.Second), nodes, fmt.Sprintf("https://%s (a Service in front of %d replicas)", e.Service.Addr(), len(e.Replicas)),
-		kubevirt, nodeNetworks, e.Dir, e.Binaries.Kubectl, virtctl, rel, cluster.DefaultClusterNetwork, tryVirtctl)
+		kubevirt, nodeNetworks, e.Dir, e.Binaries.Kubectl, virtctl, rel, try, tryVirtctl)
 	for {
 		select {
 		case <-ctx.Done():

@@ -65,6 +65,10 @@ type Options struct {
 	// suite starts both from the previous release.
 	Binary  string
 	Release Release
+	// Harvester makes the cluster a Harvester stand-in (harvester.go): Harvester's CRDs and
+	// vm-migration-network setting, and a simulator of Harvester's controller that renders it.
+	// migranet's manager then chooses Harvester mode by itself (--harvester=auto).
+	Harvester bool
 }
 
 // DefaultProbeArgs make the local cluster's probe agents quicker than the DaemonSet's 20 s: a
@@ -87,6 +91,7 @@ type Env struct {
 	// paths not measured instead).
 	ProbeAgents *sim.ProbeAgents
 	progress    io.Writer
+	harvester   bool
 	stopSims    context.CancelFunc
 	simsDone    chan struct{}
 	release     Release // what Reinstall applies
@@ -120,7 +125,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Cluster: c, progress: opts.Progress, release: opts.Release}
+	e := &Env{Cluster: c, progress: opts.Progress, release: opts.Release, harvester: opts.Harvester}
 	defer func() {
 		if err != nil {
 			e.Stop()
@@ -134,6 +139,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
 		return nil, err
+	}
+	if opts.Harvester {
+		if err := startHarvester(ctx, c); err != nil {
+			return nil, err
+		}
 	}
 	var simulated string
 	if e.NodeNetworks, simulated, err = startNodeNetworks(ctx, c, opts.NodeNetworks, len(opts.Nodes), opts.Progress); err != nil {
@@ -229,6 +239,12 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, s
 			return err
 		}
 		what = "virt-operator simulator, Multus stand-in with the real bridge and whereabouts plugins, Harvester agent stand-in, kubelet stand-in running the probe agents"
+	}
+	if e.harvester {
+		if err := addHarvesterSimulator(mgr); err != nil {
+			return err
+		}
+		what += ", Harvester's vm-migration-network controller simulator"
 	}
 	if handler {
 		standIn := &sim.VirtHandlerStandIn{Client: mgr.GetClient(), Clientset: e.Clientset, Config: e.Config,

@@ -1,0 +1,36 @@
+package harvestermode
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/env"
+	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/test/results"
+)
+
+var f *framework.Framework
+
+func TestHarvesterMode(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "migranet in Harvester mode")
+}
+
+// The spec counts for the summary table of `make test`.
+var _ = ReportAfterSuite("save the spec report", results.SaveGinkgo)
+
+var _ = BeforeSuite(func() {
+	nodes := append(cluster.DefaultNodes(3), cluster.NodeSpec{Name: "witness-1", Witness: true})
+	f = framework.Start(env.Options{Harvester: true, Nodes: nodes, AuditPolicy: env.AuditManagerRequests})
+})
+
+var _ = AfterSuite(func() {
+	if f != nil {
+		f.ExpectNeverForbidden(env.ManagerUser, nil)
+	}
+})
+
+var _ = ReportAfterSuite("remove logs of a passing suite", func(r Report) { f.RemoveLogs(r) })
