@@ -66,7 +66,7 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 			Expect(n.Reason).To(BeEmpty(), n.Name)
 			Expect(rangeA.Contains(netip.MustParseAddr(n.IP))).To(BeTrue(), n.Name)
 		}
-		Expect(s.Status.Capacity).To(HaveValue(HaveField("Used", "3")))
+		Expect(s.Status.Capacity).To(HaveValue(HaveField("Used", BeEquivalentTo("3"))))
 		Expect(condition(ctx, v1beta1.ConditionHealthy)).To(HavePrefix("True/"))
 		reports := &v1beta1.PathReportList{}
 		Expect(f.Client.List(ctx, reports)).To(Succeed())

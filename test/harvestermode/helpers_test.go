@@ -2,6 +2,8 @@ package harvestermode
 
 import (
 	"context"
+	"crypto/sha1" //nolint:gosec // Harvester's hash of the value, compared only
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -67,9 +69,17 @@ func setHarvester(ctx context.Context, value string) {
 func waitMirrored(ctx context.Context, value string) string {
 	GinkgoHelper()
 	var nad string
+	sum := sha1.Sum([]byte(value))
+	hash := hex.EncodeToString(sum[:])
 	Eventually(func(g Gomega) {
 		nad = kubeVirtNetwork(ctx)
 		g.Expect(nad == "").To(Equal(value == ""), "the KubeVirt CR's network: %q", nad)
+		if nad != "" {
+			// The NAD Harvester rendered from this value, found by its hash label as Harvester does.
+			n := &nadv1.NetworkAttachmentDefinition{}
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: nad}, n)).To(Succeed())
+			g.Expect(n.Labels).To(HaveKeyWithValue(settings.LabelHarvesterMigrationHash, hash), "the CR has not moved to the value's NAD yet")
+		}
 		s := own(ctx)
 		g.Expect(s.Status.Source).NotTo(BeNil())
 		g.Expect(s.Status.Source.Kind).To(Equal(v1beta1.SourceHarvester))
