@@ -16,21 +16,25 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/test/sim"
 )
 
-// The names Harvester v1.8.2 uses, as docs/harvester.md cites them.
+// The names Harvester v1.8.2 uses, as docs/harvester.md cites them (test/sim holds them for the
+// simulator of Harvester's controller).
 const (
-	settingName = "vm-migration-network"
+	settingName = v1beta1.MigrationNetwork
 	// Annotations Harvester's vm-migration-network controller keeps on the Setting
 	// (pkg/controller/master/kubevirt/vm_migration_network.go, setConfiguredCondition).
-	hashAnnotation = "vm-migration-network.settings.harvesterhci.io/hash"
-	nadAnnotation  = "vm-migration-network.settings.harvesterhci.io/net-attach-def"
+	hashAnnotation = sim.HarvesterHashAnnotation
+	nadAnnotation  = sim.HarvesterNADAnnotation
 	// Annotations the network controller keeps on a ClusterNetwork (manager/vlanconfig,
 	// ensureClusterNetwork) and on a VlanConfig (its mutator), and the VlanConfig's label.
-	uplinkMTUAnnotation    = "network.harvesterhci.io/uplink-mtu"
-	mtuSourceAnnotation    = "network.harvesterhci.io/mtu-source-vc"
-	matchedNodesAnnotation = "network.harvesterhci.io/matched-nodes"
-	clusterNetworkLabel    = "network.harvesterhci.io/clusternetwork"
+	uplinkMTUAnnotation    = sim.UplinkMTUAnnotation
+	mtuSourceAnnotation    = sim.HarvesterNetworkGroup + "/mtu-source-vc"
+	matchedNodesAnnotation = sim.HarvesterNetworkGroup + "/matched-nodes"
+	clusterNetworkLabel    = sim.ClusterNetworkNameLabel
 )
 
 var (

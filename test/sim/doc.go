@@ -80,6 +80,38 @@
 //     decentralized migration's sourceState/targetState only for decentralized migrations (their
 //     gate is off), so the stand-in writes the flat migrationState fields, as virt-handler does
 //     for a local one.
+//   - HarvesterMigrationNetwork stands in for Harvester v1.8.2's own vm-migration-network
+//     controller (harvester.go; the facts in docs/harvester.md), for a Harvester mode to be tested
+//     against: it watches Harvester's cluster-scoped Setting vm-migration-network (harvesterhci.io
+//     v1beta1, unstructured) and, as OnVMMigrationNetworkChange
+//     (pkg/controller/master/kubevirt/vm_migration_network.go) does, skips a Setting being deleted,
+//     one with no annotations and an empty value (first start), and one whose value's SHA-1 (of the
+//     string as typed) equals its vm-migration-network.settings.harvesterhci.io/hash annotation
+//     (checkIsSameHashValue). Otherwise it reads the KubeVirt CR first (missing: GetKubeVirtError,
+//     nothing else done); finds the NAD in the CR's namespace labelled with the value's hash or
+//     creates one (findOrCreateNad, createNad): generateName vm-migration-network-, that label, the
+//     annotation vm-migration-network.settings.harvesterhci.io: "true", and the bridge config of
+//     CreateBridgeConfig (pkg/util/network/common.go: cniVersion 0.3.1, bridge <cn>-br, promiscMode,
+//     the VLAN with 0 written as 1, whereabouts range and exclude, exclude left out when empty; a
+//     value that does not decode is CreateNadError); sets spec.configuration.migrations.network to
+//     the NAD's name, nil for an empty value (rollback; the default is not read), and writes the
+//     whole CR with an Update when the configuration changed (UpdateKubeVirtError); deletes the NAD
+//     the Setting's net-attach-def annotation names unless it is the one in force (removeOldNad;
+//     RemoveOldNadError); and records the outcome in one Update of the Setting, which has no status
+//     subresource (setConfiguredCondition): the hash and net-attach-def annotations (the old NAD on
+//     failure) and the configured condition as wrangler v3.2.4's pkg/condition sets it, True with
+//     no reason or message, or False with the reason and "<step> error <error>" — lastUpdateTime
+//     renewed when status or message change, lastTransitionTime never written. A failure stores the
+//     new hash too, so it is not retried until the value changes. It also plays Harvester's network
+//     controller (v1.6.0-rc3, the version Harvester v1.8.2 builds against) on that NAD: its
+//     webhook's patchMTU (pkg/webhook/nad/mutator.go) puts "mtu" last in the config when the uplink's
+//     MTU is not 1500 — the ClusterNetwork's network.harvesterhci.io/uplink-mtu annotation, else the
+//     first VlanConfig of the cluster network's spec.uplink.linkAttributes.mtu — and refuses the
+//     create (CreateNadError) for a cluster network without a ClusterNetwork object, mgmt included;
+//     its manager's ensureLabels (pkg/controller/manager/nad/controller.go) then labels the NAD,
+//     asynchronously as there: network.harvesterhci.io/type L2VlanNetwork, vlan-id, clusternetwork,
+//     and ready from the ClusterNetwork's ready condition ("false" unless True). EnsureHarvesterSetting,
+//     SetHarvesterValue and EnsureClusterNetwork write those objects as Harvester and an admin do.
 //   - Service stands in for a Kubernetes Service in front of migranet's replicas (endpoints
 //     controller + kube-proxy in iptables mode; see service.go).
 package sim
