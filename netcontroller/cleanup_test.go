@@ -269,3 +269,31 @@ func TestCleanupRangeSources(t *testing.T) {
 		t.Errorf("deleted %q, want %q", api.deleted, want)
 	}
 }
+
+// TestCleanupWaitsForTheRollout: the stale-pool cleanup counts as done for a value only once no
+// virt-handler holds an address outside the current range, and the pod network returned to after
+// a range counts as a new value. Catches: the emptied pool of the last range kept for good after
+// the network is given up (Ready on the pod network does not wait for virt-handlers to roll, and
+// the pod network's hash is "" on every return; seen in test/harvestermode).
+func TestCleanupWaitsForTheRollout(t *testing.T) {
+	rng := netip.MustParsePrefix("10.52.0.0/24")
+	onB := handlerPod("h1", "node-1", "kubevirt/b@migration0", "10.52.0.4", true)
+	cases := []struct {
+		name string
+		in   Input
+		want bool
+	}{
+		{"pod network, a virt-handler still on the old range", Input{Pods: []*corev1.Pod{onB}}, true},
+		{"pod network, every virt-handler rolled", Input{Pods: []*corev1.Pod{handlerPod("h2", "node-1", "", "", true)}}, false},
+		{"on the current range", Input{Pods: []*corev1.Pod{onB}, Range: rng}, false},
+		{"one still on an earlier range", Input{Pods: []*corev1.Pod{onB}, Range: netip.MustParsePrefix("192.168.100.0/24")}, true},
+	}
+	for _, tc := range cases {
+		if got := stillRolling(tc.in); got != tc.want {
+			t.Errorf("%s: stillRolling = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if cleanKey("", nil) == cleanKey("", []string{"10.52.0.0/24"}) {
+		t.Error("returning to the pod network after a range has the key of the first start: its pools would never be cleaned")
+	}
+}

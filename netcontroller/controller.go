@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -56,7 +57,7 @@ type Controller struct {
 	// network's) plugs in here. Nil: migranet's own only.
 	RangeSources []RangeSource
 
-	// cleaned is the hash whose stale pools were last cleaned, so the cleanup runs once per
+	// cleaned is the hash (and recorded ranges, cleanKey) whose stale pools were last cleaned, so the cleanup runs once per
 	// applied value, after its rollout, and never on the hot path of node or pod events.
 	cleaned atomic.Pointer[string]
 	// pool schedules the release of leaked allocations in the current range's pool (poolcheck.go).
@@ -169,7 +170,8 @@ func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *se
 	if r.APIReader == nil || !snap.Ready {
 		return 0, nil
 	}
-	if last := r.cleaned.Load(); last != nil && *last == snap.Hash {
+	key := cleanKey(snap.Hash, s.Status.Ranges)
+	if last := r.cleaned.Load(); last != nil && *last == key {
 		return 0, nil
 	}
 	live := map[string]bool{}
@@ -193,9 +195,32 @@ func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *se
 	if conflicts > 0 {
 		return PoolCheckSpacing, nil
 	}
-	hash := snap.Hash
-	r.cleaned.Store(&hash)
+	if stillRolling(in) {
+		// Ready does not wait for virt-handlers to leave a network given up for the pod network:
+		// their addresses go back to the pools as they roll, and the emptied pools are deleted
+		// then (the pod events bring the reconcile back; the requeue is the safety net).
+		return PoolCheckSpacing, nil
+	}
+	r.cleaned.Store(&key)
 	return 0, nil
+}
+
+// cleanKey names what a cleanup covered: the applied hash ("" for the pod network, which the
+// cluster may return to many times) and the ranges recorded by then.
+func cleanKey(hash string, ranges []string) string {
+	return hash + "/" + strings.Join(ranges, ",")
+}
+
+// stillRolling reports whether a virt-handler still holds a migration address outside the
+// current range (any address, on the pod network): the rollout away from an earlier range has not
+// ended, and its pool is not empty yet.
+func stillRolling(in Input) bool {
+	for _, p := range in.Pods {
+		if ip, ok := settings.PodMigrationAddr(p); ok && (!in.Range.IsValid() || !in.Range.Contains(ip)) {
+			return true
+		}
+	}
+	return false
 }
 
 // gather reads, from the cache, what Observe needs.

@@ -178,13 +178,14 @@ func (o *Offenders) warn(obj client.Object, what string) {
 	}
 	o.warned[obj.GetUID()] = true
 	o.Recorder.Eventf(obj, corev1.EventTypeWarning, EventForeignAttachment,
-		"this %s attaches migranet's migration network, which carries live migrations only: remove it from its networks (it keeps working; new ones are refused)", what)
+		"this %s attaches the migration network, which carries live migrations only: remove it from its networks (it keeps working; new ones are refused)", what)
 }
 
-// managedNADNames lists the NADs migranet manages in KubeVirt's namespace, sorted.
+// managedNADNames lists the migration NADs in KubeVirt's namespace, sorted: those migranet
+// manages and, in Harvester mode, those Harvester's controller rendered (settings.HarvesterMigrationNAD).
 func managedNADNames(ctx context.Context, c client.Client, namespace string) ([]string, error) {
 	nads := &nadv1.NetworkAttachmentDefinitionList{}
-	if err := c.List(ctx, nads, client.InNamespace(namespace), client.MatchingLabels{settings.LabelManagedBy: settings.ManagedBy}); err != nil {
+	if err := c.List(ctx, nads, client.InNamespace(namespace)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -192,8 +193,10 @@ func managedNADNames(ctx context.Context, c client.Client, namespace string) ([]
 	}
 	var names []string
 	for i := range nads.Items {
-		if nads.Items[i].DeletionTimestamp == nil {
-			names = append(names, nads.Items[i].Name)
+		nad := &nads.Items[i]
+		ours := nad.Labels[settings.LabelManagedBy] == settings.ManagedBy || settings.HarvesterMigrationNAD(nad)
+		if ours && nad.DeletionTimestamp == nil {
+			names = append(names, nad.Name)
 		}
 	}
 	sort.Strings(names)

@@ -22,7 +22,6 @@ import (
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	settingscontroller "github.com/migranet/migranet/settings/controller"
-	"github.com/migranet/migranet/settings/harvestermode"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook"
@@ -158,7 +157,7 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 func setupNetworkSource(mgr ctrl.Manager, f *managerFlags, m *managerMetrics, harvester bool) error {
 	guard := &settingscontroller.GuardParams{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace}
 	if harvester {
-		if err := (&harvestermode.Mirror{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
+		if err := (&settingscontroller.HarvesterMirror{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
 			KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard,
 		}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the mirror of Harvester's migration network: %w", err)

@@ -177,7 +177,6 @@ func TestSourceIsTheNetworkInForce(t *testing.T) {
 	}
 }
 
-
 func ownSetting(value string) *v1beta1.Setting {
 	return &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationNetwork}, Value: value}
 }

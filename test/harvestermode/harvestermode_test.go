@@ -76,6 +76,8 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 			Expect(r.MTU).To(BeEquivalentTo(9000), "%s probes at the MTU Harvester's NAD carries", r.Name)
 		}
 		Expect(strings.Fields(guardNames(ctx))).To(ConsistOf(nadA))
+		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionExclusive).WithTimeout(framework.Long).
+			Should(Equal("True/"+netcontroller.ReasonExclusive), "the offender scan looks at Harvester's NAD")
 	})
 
 	It("refuses a value for migranet's own setting, naming Harvester's", func(ctx context.Context) {

@@ -1,4 +1,4 @@
-package harvestermode
+package controller
 
 import (
 	"context"
@@ -20,20 +20,20 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
-	settingscontroller "github.com/migranet/migranet/settings/controller"
+	"github.com/migranet/migranet/settings/harvestermode"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// ControllerName names the mirror in logs and step metrics.
-const ControllerName = "harvester-mirror"
+// MirrorName names the mirror in logs and step metrics.
+const MirrorName = "harvester-mirror"
 
-// Mirror writes, in Harvester mode, the network in force into migranet's vm-migration-network
+// HarvesterMirror writes, in Harvester mode, the network in force into migranet's vm-migration-network
 // setting (Decide): status.source, the applied hash and network, the summary and Configured. It
 // records each range in force in status.ranges (so the network controller deletes the empty
 // whereabouts pools of Harvester's earlier ranges) and keeps the guard's parameter on every
 // migration NAD Harvester rendered. It never writes a NAD or the KubeVirt CR.
-type Mirror struct {
+type HarvesterMirror struct {
 	Client            client.Client
 	Recorder          record.EventRecorder
 	KubeVirtNamespace string
@@ -42,28 +42,27 @@ type Mirror struct {
 	// Metrics counts the steps; nil counts nothing.
 	Metrics *statuswrite.Metrics
 	// Guard is the guard policies' parameter; nil leaves it alone.
-	Guard *settingscontroller.GuardParams
+	Guard *GuardParams
 }
 
-// Steps of the mirror.
+// Steps of the mirror (besides StepStatus).
 const (
-	StepRead   = "read"
-	StepGuard  = "guard"
-	StepStatus = "status"
+	StepRead  = "read"
+	StepGuard = "guard"
 )
 
 // SetupWithManager watches migranet's and Harvester's vm-migration-network settings, the KubeVirt
 // CR and the NADs in KubeVirt's namespace, and the nodes' labels (the cluster's checks).
-func (m *Mirror) SetupWithManager(mgr ctrl.Manager) error {
-	m.Metrics.Init(ControllerName, StepRead, StepGuard, StepStatus)
+func (m *HarvesterMirror) SetupWithManager(mgr ctrl.Manager) error {
+	m.Metrics.Init(MirrorName, StepRead, StepGuard, StepStatus)
 	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
 	})
 	named := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == v1beta1.MigrationNetwork })
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == m.KubeVirtNamespace })
-	return ctrl.NewControllerManagedBy(mgr).Named(ControllerName).
+	return ctrl.NewControllerManagedBy(mgr).Named(MirrorName).
 		For(&v1beta1.Setting{}, builder.WithPredicates(named)).
-		Watches(NewSetting(), toSetting, builder.WithPredicates(named)).
+		Watches(harvestermode.NewSetting(), toSetting, builder.WithPredicates(named)).
 		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, toSetting, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Node{}, toSetting, builder.WithPredicates(predicate.LabelChangedPredicate{})).
@@ -71,30 +70,30 @@ func (m *Mirror) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile mirrors the network in force into the setting's status.
-func (m *Mirror) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (m *HarvesterMirror) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	s := &v1beta1.Setting{}
 	if err := m.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	in, err := m.read(ctx, s)
-	m.Metrics.Step(ControllerName, StepRead, err)
+	m.Metrics.Step(MirrorName, StepRead, err)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	d := Decide(in)
+	d := harvestermode.Decide(in)
 	if d.Network != nil {
-		if err := settingscontroller.RecordRange(ctx, m.Client, s, d.Network.Range); err != nil {
+		if err := RecordRange(ctx, m.Client, s, d.Network.Range); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	if m.Guard != nil {
 		err := m.Guard.Set(ctx, d.Guard...)
-		m.Metrics.Step(ControllerName, StepGuard, err)
+		m.Metrics.Step(MirrorName, StepGuard, err)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	if d.Network != nil && d.Configured.Reason == ReasonMirrored {
+	if d.Network != nil && d.Configured.Reason == harvestermode.ReasonMirrored {
 		if problems := m.judge(ctx, d); problems != "" {
 			d.Configured.Message += "; but migranet's rules find: " + problems
 		}
@@ -103,14 +102,14 @@ func (m *Mirror) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 }
 
 // read gathers Decide's input from the cache.
-func (m *Mirror) read(ctx context.Context, s *v1beta1.Setting) (Input, error) {
-	in := Input{Namespace: m.KubeVirtNamespace, OwnValue: strings.TrimSpace(settings.EffectiveValue(s))}
-	h := NewSetting()
+func (m *HarvesterMirror) read(ctx context.Context, s *v1beta1.Setting) (harvestermode.Input, error) {
+	in := harvestermode.Input{Namespace: m.KubeVirtNamespace, OwnValue: strings.TrimSpace(settings.EffectiveValue(s))}
+	h := harvestermode.NewSetting()
 	switch err := m.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, h); {
 	case err == nil:
 		in.Harvester = h
 	case !apierrors.IsNotFound(err):
-		return in, fmt.Errorf("reading %s: %w", SettingRef, err)
+		return in, fmt.Errorf("reading %s: %w", harvestermode.SettingRef, err)
 	}
 	kv, err := clusterread.KubeVirtCR(ctx, m.Client, m.KubeVirtNamespace)
 	if err != nil {
@@ -129,8 +128,8 @@ func (m *Mirror) read(ctx context.Context, s *v1beta1.Setting) (Input, error) {
 // Harvester's own webhook accepted that cannot work here (a range over the nodes' addresses or
 // the cluster's own networks, too few addresses, a node without the cluster network). It reports,
 // never undoes: Harvester's setting decides.
-func (m *Mirror) judge(ctx context.Context, d Decision) string {
-	cl, err := settingscontroller.ReadCluster(ctx, m.Client, m.APIReader, m.KubeVirtNamespace)
+func (m *HarvesterMirror) judge(ctx context.Context, d harvestermode.Decision) string {
+	cl, err := ReadCluster(ctx, m.Client, m.APIReader, m.KubeVirtNamespace)
 	if err != nil {
 		return ""
 	}
@@ -143,7 +142,7 @@ func (m *Mirror) judge(ctx context.Context, d Decision) string {
 
 // writeStatus writes the mirror's part of the status (the settings controller's fields: it does
 // not run in Harvester mode) and an event on each change of Configured or of the NAD in force.
-func (m *Mirror) writeStatus(ctx context.Context, s *v1beta1.Setting, d Decision) error {
+func (m *HarvesterMirror) writeStatus(ctx context.Context, s *v1beta1.Setting, d harvestermode.Decision) error {
 	fields := map[string]any{
 		"source":         d.Source,
 		"appliedHash":    s.Status.AppliedHash,
@@ -165,7 +164,7 @@ func (m *Mirror) writeStatus(ctx context.Context, s *v1beta1.Setting, d Decision
 		m.Recorder.Event(s, eventType, d.Configured.Reason, d.Configured.Message)
 	}
 	err := statuswrite.ApplyStatus(ctx, m.Client, s, statuswrite.FieldManagerSettings, []metav1.Condition{d.Configured}, fields)
-	m.Metrics.Step(ControllerName, StepStatus, err)
+	m.Metrics.Step(MirrorName, StepStatus, err)
 	statuswrite.RecordWriteFailure(m.Recorder, s, statuswrite.FieldManagerSettings, err)
 	return err
 }
