@@ -33,6 +33,8 @@ VirtualMachineInstanceMigration of VMI: each rule's verdict (pass, warn, fail, o
 skipped) with the webhook's own message, and every node with whether it can receive the VMI and,
 if not, why. It runs the webhook's code on the state it reads from the API server, as your user
 (exemptUsers of the migration-policy setting apply to you as they would to your create).
+On Harvester (migranet in Harvester mode, or Harvester's Setting resource served) a column says
+which nodes Harvester's migrate action offers, and a line names each one migranet refuses.
 --target-selector is the migration's spec.addedNodeSelector.
 As a kubectl plugin (the binary on PATH as kubectl-migranet): kubectl migranet preflight VMI.
 
@@ -105,6 +107,11 @@ func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fail("%s", explain(err, cfg, &f.clusterFlags))
 	}
 	report := preflightReport{Namespace: namespace, VMI: f.vmi, User: user.Username, PreflightResult: res}
+	if on, why := harvesterCluster(ctx, c); on {
+		report.HarvesterNote = markHarvesterOffers(ctx, c, namespace, f.vmi, res)
+	} else {
+		report.HarvesterNote = why
+	}
 	if err := report.print(stdout, f.output); err != nil {
 		return fail("writing output: %v", err)
 	}

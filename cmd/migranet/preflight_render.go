@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/migranet/migranet/cmd/migranet/status"
@@ -18,6 +19,9 @@ type preflightReport struct {
 	VMI       string `json:"vmi"`
 	// User is the username the rules were judged for ("" when it could not be learned).
 	User string `json:"user"`
+	// HarvesterNote says why Harvester's migrate action offers no node, or why its offers are not
+	// shown; "" otherwise (and off Harvester).
+	HarvesterNote string `json:"harvesterNote,omitempty"`
 	*migrationcheck.PreflightResult
 }
 
@@ -43,11 +47,17 @@ func (r preflightReport) print(w io.Writer, format string) error {
 	if r.Nodes != nil {
 		fmt.Fprintln(tw, "\t\t")
 		paths := slices.ContainsFunc(r.Nodes, func(n migrationcheck.NodeVerdict) bool { return n.Path != "" })
-		if paths {
-			fmt.Fprintln(tw, "NODE\tTARGET\tWHY NOT / PATH FROM THE SOURCE")
-		} else {
-			fmt.Fprintln(tw, "NODE\tTARGET\tWHY NOT")
+		harvester := slices.ContainsFunc(r.Nodes, func(n migrationcheck.NodeVerdict) bool { return n.HarvesterOffers != nil })
+		header := "NODE\tTARGET\t"
+		if harvester {
+			header += "HARVESTER OFFERS\t"
 		}
+		if paths {
+			header += "WHY NOT / PATH FROM THE SOURCE"
+		} else {
+			header += "WHY NOT"
+		}
+		fmt.Fprintln(tw, header)
 		for _, n := range r.Nodes {
 			target, why := "no", n.Reason
 			if n.Fits {
@@ -56,8 +66,29 @@ func (r preflightReport) print(w io.Writer, format string) error {
 					why = "path " + n.Path
 				}
 			}
+			if harvester {
+				target += "\t" + yesNo(n.HarvesterOffers != nil && *n.HarvesterOffers)
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Node, target, why)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	lines := harvesterConflicts(r.Nodes)
+	if r.HarvesterNote != "" {
+		lines = append(lines, r.HarvesterNote)
+	}
+	if len(lines) > 0 {
+		_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(lines, "\n"))
+		return err
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

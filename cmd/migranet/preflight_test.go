@@ -71,6 +71,9 @@ func TestPreflightTable(t *testing.T) {
 	if strings.Contains(b.String(), "PATH") {
 		t.Errorf("a path column without path verdicts:\n%s", b.String())
 	}
+	if strings.Contains(b.String(), "HARVESTER") || strings.Contains(b.String(), "Harvester") {
+		t.Errorf("Harvester's column or lines off Harvester (no node carries harvesterOffers):\n%s", b.String())
+	}
 
 	// With the paths judged, each target's verdict.
 	r.Nodes = []migrationcheck.NodeVerdict{{Node: "node-1", Reason: "is its source node node-1"}, {Node: "node-2", Fits: true, Path: "verified"},

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/migranet/migranet/settings"
 )
 
@@ -237,6 +239,12 @@ func checkPathHealthy(in *CreateInput) finding {
 			fmt.Fprintf(&b, "; and %d more %s with a failing path", more, settings.Plural(more, "target", "targets"))
 		}
 		b.WriteString(" (kubectl get pathreports " + source + " -o yaml)")
+		if f.pin != "" {
+			// Pinned to that node, as Harvester's migrate action pins it: the pin is the way out.
+			fmt.Fprintf(&b, "; spec.addedNodeSelector pins the target to %s=%s, one node: name another node there or drop the key (%s)",
+				corev1.LabelHostname, f.pin, preflightHint(in.VMI))
+			return finding{field: fieldAddedNodeSelector, message: b.String()}
+		}
 		return finding{field: fieldVMIName, message: b.String()}
 	case pf.sourceUnusable:
 		_, _, why := h.Pair(source, in.Nodes[pf.anyTarget].Name, now)

@@ -38,6 +38,10 @@ type NodeVerdict struct {
 	// judges it: "verified", "unverified: <why>" or "failing: <what failed>"; "" when paths are
 	// not judged (the rule off, no migration network, no probe results).
 	Path string `json:"path,omitempty"`
+	// HarvesterOffers says whether Harvester's migrate action offers the node as a target
+	// (settings/harvestermode.OfferedTargets); nil when Harvester is not there or its offer could
+	// not be read. The rules never set it: `migranet preflight` does, beside them.
+	HarvesterOffers *bool `json:"harvesterOffers,omitempty"`
 }
 
 // PreflightResult is what the webhook would answer to a VMIM create, with every rule's verdict

@@ -198,7 +198,7 @@ func TestEvaluateCreate(t *testing.T) {
 			for _, n := range in.Nodes {
 				n.Labels[corev1.LabelHostname] = n.Name
 			}
-		}, want: []want{deny(tgtRule, fieldAddedNodeSelector, "spec.addedNodeSelector pins the target to kubernetes.io/hostname=node-0, one node: name another node there")}},
+		}, want: []want{deny(tgtRule, fieldAddedNodeSelector, "spec.addedNodeSelector pins the target to kubernetes.io/hostname=node-0, one node, and node-0 is the node the VMI runs on; name another node there")}},
 		{name: "single-node cluster", modify: func(in *CreateInput) { in.Nodes = in.Nodes[:1] },
 			want: []want{deny(tgtRule, fieldVMIName, "0 of 1 node can take its target pod: 1 is its source node node-0",
 				"a migration never targets its source node: add a node")}},

@@ -341,6 +341,9 @@ type feasibility struct {
 	// notEvaluated the VMI's constraints the search did not evaluate.
 	fld, msg     string
 	notEvaluated []string
+	// pin is the node spec.addedNodeSelector pins the target to by kubernetes.io/hostname
+	// (target.addedPin), "" when none.
+	pin string
 	// pathsOn: the paths were judged (pathCheck on), at now; paths is what was found.
 	pathsOn bool
 	now     time.Time
@@ -381,6 +384,7 @@ func search(in *CreateInput) feasibility {
 func searchTarget(in *CreateInput, t *target, keepAll bool) (f feasibility) {
 	f.paths.keepAll = keepAll
 	f.pathsOn, f.now = t.paths.on, t.paths.now
+	f.pin, _ = t.addedPin()
 	if in.index != nil && in.index.search(t, &f.paths) {
 		f.notEvaluated = t.c.NotEvaluated
 		return f
@@ -463,6 +467,16 @@ func (t *target) explain(in *CreateInput, groups []group, total int) (string, st
 			top = g
 		}
 	}
+	if host, ok := t.addedPin(); ok {
+		// Pinned to one node, as Harvester's migrate action pins it: that node's reason is the
+		// answer, not the count of the others, which all lack its hostname.
+		b.Reset()
+		fmt.Fprintf(&b, "no node can receive VirtualMachineInstance %s/%s: %s", in.VMI.Namespace, in.VMI.Name, t.pinned(in, host))
+		if notEvaluated := t.notEvaluated(); len(notEvaluated) > 0 {
+			b.WriteString(" (not evaluated: " + strings.Join(notEvaluated, ", ") + ")")
+		}
+		return fieldAddedNodeSelector, b.String()
+	}
 	if top == nil {
 		b.WriteString("; a migration never targets its source node: add a node that can run the VMI")
 		return fieldVMIName, b.String()
@@ -471,7 +485,7 @@ func (t *target) explain(in *CreateInput, groups []group, total int) (string, st
 	if notEvaluated := t.notEvaluated(); len(notEvaluated) > 0 {
 		b.WriteString(" (not evaluated: " + strings.Join(notEvaluated, ", ") + ")")
 	}
-	if top.v.stage == stageSelector && t.c.Selector[top.v.label].Why == "spec.addedNodeSelector" {
+	if top.v.stage == stageSelector && t.c.Selector[top.v.label].Why == targetpod.WhyAdded {
 		return fieldAddedNodeSelector, b.String()
 	}
 	return fieldVMIName, b.String()
@@ -541,7 +555,7 @@ func (t *target) hint(g *group) string {
 		switch r.Why {
 		case targetpod.WhySchedulable:
 			return "virt-handler labels a node " + r.Key + "=" + r.Value + " when it can run VMs: retry when another one is"
-		case "spec.addedNodeSelector":
+		case targetpod.WhyAdded:
 			return "change spec.addedNodeSelector or label another node to match it"
 		case "the VMI's nodeSelector":
 			return "label another node to match the VMI's nodeSelector"
@@ -561,12 +575,61 @@ func (t *target) hint(g *group) string {
 	return ""
 }
 
+// addedPin returns the value spec.addedNodeSelector gives kubernetes.io/hostname in the target
+// pod's selector: the one node the migration is pinned to, which is how Harvester's migrate action
+// names its target. false when the migration pins no node (or the VMI's own selector sets the key).
+func (t *target) addedPin() (string, bool) {
+	for _, r := range t.c.Selector {
+		if r.Key == corev1.LabelHostname && r.Why == targetpod.WhyAdded {
+			return r.Value, true
+		}
+	}
+	return "", false
+}
+
+// pinned says why the node a migration is pinned to (addedPin) cannot take the target pod, and
+// where to see the others: "spec.addedNodeSelector pins the target to kubernetes.io/hostname=node-2,
+// one node, and node-2 is not Ready; name another node there or drop the key (migranet preflight
+// ...)". The node is found by its label, as the scheduler finds it, not by its name.
+func (t *target) pinned(in *CreateInput, host string) string {
+	var parts []string
+	for _, n := range in.Nodes {
+		if n == nil || n.Labels[corev1.LabelHostname] != host {
+			continue
+		}
+		if v := t.judge(n); v.stage != numStages {
+			parts = append(parts, n.Name+" "+t.nodeReason(v))
+		} else {
+			parts = append(parts, n.Name+" could take it") // not reached: a feasible node is no denial
+		}
+	}
+	what := "no node carries that label"
+	if len(parts) > 0 {
+		what = strings.Join(parts, "; ")
+	}
+	return fmt.Sprintf("spec.addedNodeSelector pins the target to %s=%s, one node, and %s; name another node there or drop the key (%s)",
+		corev1.LabelHostname, host, what, preflightHint(in.VMI))
+}
+
+// nodeReason words one node's verdict (not numStages) after its name.
+func (t *target) nodeReason(v nodeVerdict) string {
+	if v.stage == stageSource {
+		return "is the node the VMI runs on"
+	}
+	g := group{v: v, count: 1}
+	return strings.TrimPrefix(t.reason(&g), "1 ")
+}
+
+// preflightHint says how to see every node's verdict.
+func preflightHint(vmi *kubevirtv1.VirtualMachineInstance) string {
+	return fmt.Sprintf("migranet preflight -n %s %s lists the nodes that can take it and why the others cannot", vmi.Namespace, vmi.Name)
+}
+
 // pinHint is the hint for a selector on kubernetes.io/hostname, which names one node: labelling
-// another node to match would give it that node's hostname, so the way out is the pin itself.
+// another node to match would give it that node's hostname, so the way out is the pin itself. A
+// pin by spec.addedNodeSelector is explained by pinned instead.
 func pinHint(why, host string) string {
 	switch why {
-	case "spec.addedNodeSelector":
-		return fmt.Sprintf("spec.addedNodeSelector pins the target to %s=%s, one node: name another node there or drop the key", corev1.LabelHostname, host)
 	case "the VMI's nodeSelector":
 		return fmt.Sprintf("the VMI's nodeSelector pins it to %s=%s, one node, so it cannot move: drop or change the pin "+
 			"(the VM's spec.template.spec.nodeSelector; it applies when the VMI restarts), never give another node that hostname", corev1.LabelHostname, host)

@@ -13,6 +13,9 @@ import (
 // WhySchedulable is the reason of the kubevirt.io/schedulable=true requirement.
 const WhySchedulable = "virt-handler's mark of a node that can run VMs"
 
+// WhyAdded is the reason of the requirements spec.addedNodeSelector adds.
+const WhyAdded = "spec.addedNodeSelector"
+
 // Requirement is one label the target pod's node selector requires, and why.
 type Requirement struct {
 	Key, Value string
@@ -98,7 +101,7 @@ func Render(in Input) Constraints {
 	// rendered value).
 	for k, v := range in.VMIM.Spec.AddedNodeSelector {
 		if !r.has(k) {
-			r = r.set(k, v, "spec.addedNodeSelector")
+			r = r.set(k, v, WhyAdded)
 		}
 	}
 	var notEvaluated []string
@@ -191,7 +194,7 @@ func rank(why string) int {
 		return 0
 	case why == "the VMI's nodeSelector":
 		return 1
-	case why == "spec.addedNodeSelector":
+	case why == WhyAdded:
 		return 2
 	case strings.HasPrefix(why, "the KubeVirt CR"):
 		return 3
