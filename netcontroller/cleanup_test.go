@@ -271,10 +271,9 @@ func TestCleanupRangeSources(t *testing.T) {
 }
 
 // TestCleanupWaitsForTheRollout: the stale-pool cleanup counts as done for a value only once no
-// virt-handler holds an address outside the current range, and the pod network returned to after
-// a range counts as a new value. Catches: the emptied pool of the last range kept for good after
-// the network is given up (Ready on the pod network does not wait for virt-handlers to roll, and
-// the pod network's hash is "" on every return; seen in test/harvestermode).
+// virt-handler holds an address outside the current range. Catches: the emptied pool of the last
+// range kept for good after the network is given up (the cleanup ran once, while virt-handlers
+// still held the range's addresses; seen once in test/harvestermode).
 func TestCleanupWaitsForTheRollout(t *testing.T) {
 	rng := netip.MustParsePrefix("10.52.0.0/24")
 	onB := handlerPod("h1", "node-1", "kubevirt/b@migration0", "10.52.0.4", true)
@@ -292,8 +291,5 @@ func TestCleanupWaitsForTheRollout(t *testing.T) {
 		if got := stillRolling(tc.in); got != tc.want {
 			t.Errorf("%s: stillRolling = %v, want %v", tc.name, got, tc.want)
 		}
-	}
-	if cleanKey("", nil) == cleanKey("", []string{"10.52.0.0/24"}) {
-		t.Error("returning to the pod network after a range has the key of the first start: its pools would never be cleaned")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +56,7 @@ type Controller struct {
 	// network's) plugs in here. Nil: migranet's own only.
 	RangeSources []RangeSource
 
-	// cleaned is the hash (and recorded ranges, cleanKey) whose stale pools were last cleaned, so the cleanup runs once per
+	// cleaned is the hash whose stale pools were last cleaned, so the cleanup runs once per
 	// applied value, after its rollout, and never on the hot path of node or pod events.
 	cleaned atomic.Pointer[string]
 	// pool schedules the release of leaked allocations in the current range's pool (poolcheck.go).
@@ -170,8 +169,7 @@ func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *se
 	if r.APIReader == nil || !snap.Ready {
 		return 0, nil
 	}
-	key := cleanKey(snap.Hash, s.Status.Ranges)
-	if last := r.cleaned.Load(); last != nil && *last == key {
+	if last := r.cleaned.Load(); last != nil && *last == snap.Hash {
 		return 0, nil
 	}
 	live := map[string]bool{}
@@ -201,14 +199,9 @@ func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *se
 		// then (the pod events bring the reconcile back; the requeue is the safety net).
 		return PoolCheckSpacing, nil
 	}
-	r.cleaned.Store(&key)
+	hash := snap.Hash
+	r.cleaned.Store(&hash)
 	return 0, nil
-}
-
-// cleanKey names what a cleanup covered: the applied hash ("" for the pod network, which the
-// cluster may return to many times) and the ranges recorded by then.
-func cleanKey(hash string, ranges []string) string {
-	return hash + "/" + strings.Join(ranges, ",")
 }
 
 // stillRolling reports whether a virt-handler still holds a migration address outside the

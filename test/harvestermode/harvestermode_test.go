@@ -89,14 +89,40 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 		Expect(own(ctx).Value).To(BeEmpty())
 	})
 
-	It("keeps every other pod off Harvester's migration NAD", func(ctx context.Context) {
+	It("keeps every other pod and VM off Harvester's migration NAD, also while migranet is down", func(ctx context.Context) {
 		ns := f.Namespace(ctx)
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web",
-			Annotations: map[string]string{sim.NetworksAnnotation: cluster.KubeVirtNamespace + "/" + nadA}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}
-		err := f.Client.Create(ctx, pod)
-		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
-		Expect(err.Error()).To(And(ContainSubstring(nadA), ContainSubstring("carries live migrations only")))
+		pod := func(name string) *corev1.Pod {
+			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+				Annotations: map[string]string{sim.NetworksAnnotation: cluster.KubeVirtNamespace + "/" + nadA}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}
+		}
+		vm := func(name string) *kubevirtv1.VirtualMachineInstance {
+			vmi := framework.VMI(ns, name, "", nil)
+			vmi.Spec.Networks = []kubevirtv1.Network{
+				{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+				{Name: "fast", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: cluster.KubeVirtNamespace + "/" + nadA}}},
+			}
+			vmi.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{
+				{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}},
+				{Name: "fast", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}},
+			}
+			return vmi
+		}
+		refused := func(err error) {
+			GinkgoHelper()
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+			Expect(err.Error()).To(And(ContainSubstring(nadA), ContainSubstring("carries live migrations only")))
+		}
+		refused(f.Client.Create(ctx, pod("web")))
+		refused(f.Client.Create(ctx, vm("vm-on-migration")))
+		By("with every migranet replica stopped: the policies run in the API server")
+		f.StopReplicas()
+		DeferCleanup(func(ctx context.Context) {
+			Expect(f.StartReplicas(ctx)).To(Succeed())
+			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
+		})
+		refused(f.Client.Create(ctx, pod("web-2")))
+		refused(f.Client.Create(ctx, vm("vm-on-migration-2")))
 	})
 
 	It("sees a narrowed uplink, refuses migrations pinned through it, and steers the others around it", func(ctx context.Context) {
