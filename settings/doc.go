@@ -8,7 +8,8 @@
 //     (validate.go, cidr.go, unicast.go, cluster.go), the count of assignable addresses
 //     (capacity.go), the effective network in force with its hash and NAD name derived once
 //     (effective.go: EffectiveNetwork, EffectiveOf) and the NetworkAttachmentDefinition it renders
-//     to (render.go).
+//     to (render.go), and a Harvester cluster network's uplink MTUs against the network's
+//     (uplinkmtu.go).
 //   - migration-policy: the policy and its parser (policy.go) and the one registry of admission
 //     rules (rules.go): name, default mode, whether exempt users skip it, the request it judges.
 //     The policy parser, the admission metrics, `migranet preflight` and the docs' rule table all

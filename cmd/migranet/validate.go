@@ -26,7 +26,10 @@ Harvester's own vm-migration-network Setting (settings.harvesterhci.io) with the
 FILEs hold Settings as multi-document YAML or JSON, or as a List. Without --nodes the checks
 that need the cluster (cluster network on every eligible node, no overlap with the nodes' pod
 ranges, one address per node) are skipped; without --service-cidrs the range is not checked
-against the cluster's Service ranges.
+against the cluster's Service ranges. Harvester's VlanConfigs and ClusterNetworks
+(network.harvesterhci.io) among the FILEs are read as the uplinks of the value's cluster network:
+an uplink MTU below the migration network's (migranet's mtu, or the MTU Harvester's NAD takes)
+is an error.
 
 Output: one line per problem, "setting/<name>: <field>: <message>", and
 "setting/<name>: warning: <message>" (Harvester's: "settings.harvesterhci.io/<name>: ...");
@@ -89,8 +92,9 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	note := func(format string, a ...any) { fmt.Fprintf(stderr, "migranet validate: "+format+"\n", a...) }
 
 	var docs []settingDoc
+	var uplinks settings.Uplinks
 	for _, f := range files {
-		d, err := readSettings(f, note)
+		d, err := readSettings(f, &uplinks, note)
 		if err != nil {
 			note("%v", err)
 			return exitUsage
@@ -112,8 +116,9 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	for _, d := range docs {
 		errs, warns := d.errs, d.warns
 		if d.setting != nil {
-			verrs, vwarns := settings.ValidateSetting(d.setting, cl)
+			eff, verrs, vwarns := settings.JudgeSetting(d.setting, cl)
 			errs, warns = append(errs, verrs...), append(warns, vwarns...)
+			errs = append(errs, checkUplinks(d, eff.Network, uplinks)...)
 		}
 		invalid = invalid || len(errs) > 0
 		for _, e := range errs {
@@ -273,14 +278,22 @@ func expand(raw json.RawMessage, where, defaultAPIVersion, defaultKind string, d
 	return []object{{where: where, raw: raw, kind: tm.Kind, apiVersion: tm.APIVersion, group: group, dups: dups}}, nil
 }
 
-// readSettings reads the migranet Settings of path; other objects are skipped with a note.
-func readSettings(path string, note func(string, ...any)) ([]settingDoc, error) {
+// readSettings reads the migranet Settings of path, and Harvester's vm-migration-network; the
+// VlanConfigs and ClusterNetworks of Harvester's network controller go into up, inputs of the
+// uplink MTU checks; other objects are skipped with a note.
+func readSettings(path string, up *settings.Uplinks, note func(string, ...any)) ([]settingDoc, error) {
 	objs, err := readObjects(path)
 	if err != nil {
 		return nil, err
 	}
 	var out []settingDoc
 	for _, o := range objs {
+		if ok, err := readUplink(o, up, note); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if isHarvesterSetting(o) {
 			d, warns, skip := decodeHarvesterSetting(o)
 			if skip != "" {

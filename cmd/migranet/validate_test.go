@@ -77,6 +77,8 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "missing file", args: []string{td("nope.yaml")}, code: 2, stderr: []string{"nope.yaml", "no such file"}},
 		{name: "unreadable YAML", args: []string{td("valid.yaml"), td("broken.yaml")}, code: 2, stderr: []string{"broken.yaml: document 1"}},
 		{name: "no settings at all", args: []string{td("configmap.yaml")}, code: 2, stderr: []string{"no migranet.io Setting objects (nor Harvester's vm-migration-network) found"}},
+		{name: "VlanConfig with an unreadable matched-nodes annotation", args: []string{td("uplink-broken.yaml")}, code: 2,
+			stderr: []string{`document 2: VlanConfig "vc-a": annotation network.harvesterhci.io/matched-nodes is not a JSON list of node names`}},
 		{name: "nodes file without nodes", args: []string{"--nodes", td("valid.yaml"), td("valid.yaml")}, code: 2,
 			stderr: []string{"no Node objects found"}},
 		{name: "kubevirt file without KubeVirt", args: []string{"--nodes", td("nodes.yaml"), "--kubevirt", td("nodes.yaml"), td("valid.yaml")}, code: 2,
@@ -177,5 +179,68 @@ func TestValidateJSONShape(t *testing.T) {
 	code, stdout, _ = runV("-o", "json", td("valid.yaml"))
 	if code != 0 || strings.TrimSpace(stdout) != "[]" {
 		t.Errorf("valid input: exit %d, output %q", code, stdout)
+	}
+}
+
+// TestValidateUplinkMTU: VlanConfigs and ClusterNetworks of Harvester's network controller among
+// the input are read as the uplinks of the value's cluster network, and the value is judged
+// against them. Each case names the fault it catches.
+func TestValidateUplinkMTU(t *testing.T) {
+	tests := []struct {
+		name, fault string
+		file        string
+		code        int
+		stdout      []string // substrings of the one line of stdout; nil: stdout empty
+		stderr      []string
+	}{
+		{name: "Harvester's setting over VlanConfigs of different MTUs", file: "uplink-mismatch.yaml", code: 1,
+			fault: "VlanConfigs of one cluster network setting different MTUs are not compared (or 0 is not read as 1500)",
+			stdout: []string{`settings.harvesterhci.io/vm-migration-network: value.clusterNetwork: Invalid value: "migration": ` +
+				`the VlanConfigs of cluster network "migration" set different uplink MTUs: ` +
+				`vc-jumbo (MTU 9000; nodes worker-1, worker-2), vc-small (MTU 1500; node worker-3); ` +
+				`Harvester's NAD takes MTU 9000 (the first VlanConfig, vc-jumbo), more than the uplink of vc-small carries`,
+				`set the same spec.uplink.linkAttributes.mtu on every VlanConfig of cluster network "migration"`},
+			stderr: []string{`document 2: VlanConfig "vc-jumbo" read for the uplink MTU of cluster network "migration", not judged itself`}},
+		{name: "Harvester's setting, ClusterNetwork annotation above its VlanConfigs", file: "uplink-annotation.yaml", code: 1,
+			fault: "the ClusterNetwork's uplink-mtu annotation is not taken as the NAD's MTU (the first VlanConfig's is, and all agree)",
+			stdout: []string{`settings.harvesterhci.io/vm-migration-network: value.clusterNetwork: Invalid value: "migration": ` +
+				`Harvester's NAD takes MTU 9000 (the ClusterNetwork's annotation network.harvesterhci.io/uplink-mtu), ` +
+				`more than the uplink MTU 1500 every VlanConfig of cluster network "migration" sets: vc-a (MTU 1500; node worker-1), vc-b (MTU 1500; node worker-2)`,
+				`set the ClusterNetwork's annotation to 1500, or set spec.uplink.linkAttributes.mtu 9000 on every VlanConfig`},
+			stderr: []string{`document 1 item 2: ClusterNetwork "migration" read for its uplink MTU (9000), not judged itself`}},
+		{name: "migranet's mtu 9000 over a 1500 uplink", file: "uplink-mtu-over.yaml", code: 1,
+			fault: "migranet's own value's mtu is not judged against the uplinks of its cluster network",
+			stdout: []string{`setting/vm-migration-network: value.mtu: Invalid value: 9000: is more than cluster network "migration" carries ` +
+				`on the uplink of VlanConfig vc-1500 (MTU 1500; nodes worker-1, worker-2)`,
+				`lower mtu to 1500, or raise spec.uplink.linkAttributes.mtu of VlanConfig vc-1500 to 9000`}},
+		{name: "all uplinks equal", file: "uplink-equal.yaml", code: 0,
+			fault:  "a VlanConfig's mtu 0 is not read as 1500, or the VlanConfigs of another cluster network are counted",
+			stderr: []string{`VlanConfig "vc-storage" read for the uplink MTU of cluster network "storage"`}},
+		{name: "no VlanConfigs, no judgement", file: "uplink-none.yaml", code: 0,
+			fault: "a cluster network without VlanConfigs is judged against a guessed uplink (the default 1500, or the ClusterNetwork's annotation)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runV(td(tc.file))
+			if code != tc.code {
+				t.Fatalf("fault: %s\nexit %d, want %d\nstdout:\n%s\nstderr:\n%s", tc.fault, code, tc.code, stdout, stderr)
+			}
+			if tc.stdout == nil && stdout != "" {
+				t.Errorf("fault: %s\nunexpected stdout:\n%s", tc.fault, stdout)
+			}
+			if n := strings.Count(stdout, "\n"); tc.stdout != nil && n != 1 {
+				t.Errorf("fault: %s\n%d stdout lines, want 1:\n%s", tc.fault, n, stdout)
+			}
+			for _, s := range tc.stdout {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("fault: %s\nstdout lacks %q:\n%s", tc.fault, s, stdout)
+				}
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("fault: %s\nstderr lacks %q:\n%s", tc.fault, s, stderr)
+				}
+			}
+		})
 	}
 }
