@@ -164,7 +164,9 @@ func statusOf(snap *settings.Snapshot, m *settings.Network, obs Observation) ([]
 // value, when the network is Ready: pools only gone virt-handlers hold, and empty pools of the
 // ranges migranet's NADs used (the setting's status.ranges) or a RangeSources names. A pool
 // written between the read and its delete is kept, and the pools are read again after
-// PoolCheckSpacing.
+// PoolCheckSpacing; so they are after any delete: whereabouts creates a missing pool on demand,
+// also for a CNI DEL still in flight, so the cleanup counts as done only after a pass that finds
+// nothing to delete.
 func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *settings.Snapshot, in Input) (time.Duration, error) {
 	if r.APIReader == nil || !snap.Ready {
 		return 0, nil
@@ -185,12 +187,12 @@ func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *se
 		}
 		ours = append(ours, more...)
 	}
-	conflicts, err := r.CleanPools(ctx, in.Range, ours, func(ns, name string) bool { return live[ns+"/"+name] })
+	deleted, conflicts, err := r.CleanPools(ctx, in.Range, ours, func(ns, name string) bool { return live[ns+"/"+name] })
 	r.Metrics.step(StepCleanup, err)
 	if err != nil {
 		return 0, err
 	}
-	if conflicts > 0 {
+	if deleted > 0 || conflicts > 0 {
 		return PoolCheckSpacing, nil
 	}
 	if stillRolling(in) {

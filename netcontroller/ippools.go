@@ -266,11 +266,11 @@ func (r *Controller) livePods(ctx context.Context) (map[string]bool, error) {
 // too, read after the pools. Each delete carries the UID and resourceVersion read: a pool written
 // since (a CNI ADD handing out an address, which whereabouts' KubernetesIPPool.Update does with a
 // JSON patch testing the resourceVersion it read) is not deleted and is counted in conflicts, for
-// the caller to read the pools again.
-func (r *Controller) CleanPools(ctx context.Context, current netip.Prefix, ours []netip.Prefix, inCache func(namespace, name string) bool) (conflicts int, err error) {
+// the caller to read the pools again; deleted counts the pools deleted.
+func (r *Controller) CleanPools(ctx context.Context, current netip.Prefix, ours []netip.Prefix, inCache func(namespace, name string) bool) (deleted, conflicts int, err error) {
 	pools, err := r.listPools(ctx)
 	if err != nil || len(pools) == 0 {
-		return 0, err
+		return 0, 0, err
 	}
 	log := ctrl.LoggerFrom(ctx)
 	doomed := map[string]string{}
@@ -280,7 +280,7 @@ func (r *Controller) CleanPools(ctx context.Context, current netip.Prefix, ours 
 	if len(StalePools(pools, current, r.KubeVirtNamespace, inCache)) > 0 {
 		live, err := r.livePods(ctx)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		podExists := func(ns, name string) bool { return inCache(ns, name) || live[ns+"/"+name] }
 		for _, name := range StalePools(pools, current, r.KubeVirtNamespace, podExists) {
@@ -303,10 +303,12 @@ func (r *Controller) CleanPools(ctx context.Context, current netip.Prefix, ours 
 			log.Info("whereabouts IPPool changed since it was read; not deleted", "ippool", p.Name)
 			conflicts++
 		case client.IgnoreNotFound(err) != nil:
-			return conflicts, err
+			return deleted, conflicts, err
+		default:
+			deleted++
 		}
 	}
-	return conflicts, nil
+	return deleted, conflicts, nil
 }
 
 // listPools reads every whereabouts IPPool of WhereaboutsNamespace from the API server (none

@@ -148,7 +148,7 @@ var _ = Describe("empty whereabouts pools of earlier ranges", func() {
 		}
 		ours := []netip.Prefix{netip.MustParsePrefix("10.74.0.0/24"), netip.MustParsePrefix("10.73.0.0/24")}
 		inCache := func(string, string) bool { return true } // no stale pool: only the empty ones are at stake
-		conflicts, err := r.CleanPools(ctx, netip.MustParsePrefix("192.168.100.0/24"), ours, inCache)
+		_, conflicts, err := r.CleanPools(ctx, netip.MustParsePrefix("192.168.100.0/24"), ours, inCache)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(conflicts).To(Equal(1))
 		allocs, err := poolAllocations(ctx, raced.GetName())
@@ -157,7 +157,7 @@ var _ = Describe("empty whereabouts pools of earlier ranges", func() {
 		Expect(poolGone(ctx, calm.GetName())).To(BeTrue(), "an empty pool nobody wrote goes")
 
 		By("read again: the pool holds an address now, so it is no longer empty and stays")
-		conflicts, err = r.CleanPools(ctx, netip.MustParsePrefix("192.168.100.0/24"), ours, inCache)
+		_, conflicts, err = r.CleanPools(ctx, netip.MustParsePrefix("192.168.100.0/24"), ours, inCache)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(conflicts).To(Equal(0))
 		Expect(poolGone(ctx, raced.GetName())).To(BeFalse())
