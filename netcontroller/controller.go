@@ -59,6 +59,9 @@ type Controller struct {
 	// cleaned is the hash whose stale pools were last cleaned, so the cleanup runs once per
 	// applied value, after its rollout, and never on the hot path of node or pod events.
 	cleaned atomic.Pointer[string]
+	// quiet is the hash whose last cleanup pass deleted nothing while no virt-handler was rolling:
+	// the next such pass, PoolCheckSpacing later, ends its cleanup (cleaned).
+	quiet atomic.Pointer[string]
 	// pool schedules the release of leaked allocations in the current range's pool (poolcheck.go).
 	pool poolCheck
 }
@@ -165,8 +168,8 @@ func statusOf(snap *settings.Snapshot, m *settings.Network, obs Observation) ([]
 // ranges migranet's NADs used (the setting's status.ranges) or a RangeSources names. A pool
 // written between the read and its delete is kept, and the pools are read again after
 // PoolCheckSpacing; so they are after any delete: whereabouts creates a missing pool on demand,
-// also for a CNI DEL still in flight, so the cleanup counts as done only after a pass that finds
-// nothing to delete.
+// also for a CNI DEL still in flight, so the cleanup counts as done only after two passes in a
+// row, PoolCheckSpacing apart, find nothing to delete and no virt-handler rolling.
 func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *settings.Snapshot, in Input) (time.Duration, error) {
 	if r.APIReader == nil || !snap.Ready {
 		return 0, nil
@@ -192,16 +195,20 @@ func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *se
 	if err != nil {
 		return 0, err
 	}
-	if deleted > 0 || conflicts > 0 {
-		return PoolCheckSpacing, nil
-	}
-	if stillRolling(in) {
-		// Ready does not wait for virt-handlers to leave a network given up for the pod network:
-		// their addresses go back to the pools as they roll, and the emptied pools are deleted
-		// then (the pod events bring the reconcile back; the requeue is the safety net).
-		return PoolCheckSpacing, nil
-	}
 	hash := snap.Hash
+	// Ready does not wait for virt-handlers to leave a network given up for the pod network: their
+	// addresses go back to the pools as they roll, and the emptied pools are deleted then (the pod
+	// events bring the reconcile back; the requeue is the safety net).
+	if deleted > 0 || conflicts > 0 || stillRolling(in) {
+		r.quiet.Store(nil)
+		return PoolCheckSpacing, nil
+	}
+	// Two quiet passes, PoolCheckSpacing apart: a CNI DEL still running as the last pod went
+	// makes whereabouts create the pool it deleted from anew (empty), and the second pass sees it.
+	if q := r.quiet.Load(); q == nil || *q != hash {
+		r.quiet.Store(&hash)
+		return PoolCheckSpacing, nil
+	}
 	r.cleaned.Store(&hash)
 	return 0, nil
 }
