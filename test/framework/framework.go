@@ -168,9 +168,22 @@ func (f *Framework) CreateVMIM(ctx context.Context, vmim *kubevirtv1.VirtualMach
 	ExpectWithOffset(1, f.Client.Get(ctx, client.ObjectKeyFromObject(vmim), vmim)).To(Succeed())
 }
 
-// SettingCondition returns "<status>/<reason>" of condition typ of the vm-migration-network
-// Setting, "absent" when it has none, "stale" while it describes an older generation, or the
-// read error's text.
+// RefusedByEveryReplica waits until a server-side dry run of the object yaml (kubectl create) is
+// refused with a message containing want three times in a row: each replica judges from its own
+// cache, and the Service picks one per request.
+func (f *Framework) RefusedByEveryReplica(yaml, want string) {
+	refusals := 0
+	EventuallyWithOffset(1, func() int {
+		_, stderr, err := f.Kubectl(yaml, "create", "--dry-run=server", "-f", "-")
+		if err != nil && strings.Contains(stderr, want) {
+			refusals++
+		} else {
+			refusals = 0
+		}
+		return refusals
+	}).WithTimeout(Long).Should(BeNumerically(">=", 3))
+}
+
 // WaitPathsProven waits, when the nodes have real networks (and so the real probe agents run),
 // until the setting's Healthy condition is True: every pair of attached nodes proven by a round
 // begun after both joined the current network. Until then admission adds pathHealthy's
@@ -209,6 +222,9 @@ func (f *Framework) describePaths(ctx context.Context) string {
 	return b.String()
 }
 
+// SettingCondition returns "<status>/<reason>" of condition typ of the vm-migration-network
+// Setting, "absent" when it has none, "stale" while it describes an older generation, or the
+// read error's text.
 func (f *Framework) SettingCondition(ctx context.Context, typ string) string {
 	s := &v1beta1.Setting{}
 	if err := f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {

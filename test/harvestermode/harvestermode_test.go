@@ -137,18 +137,9 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 		By("the agents report node-3's pairs: Healthy False naming it")
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).WithTimeout(framework.Long).
 			Should(HavePrefix("False/" + netcontroller.ReasonPathsFailing))
-		Expect(meta(ctx, v1beta1.ConditionHealthy)).To(ContainSubstring(broken))
+		Expect(conditionMessage(ctx, v1beta1.ConditionHealthy)).To(ContainSubstring(broken))
 		By("a migration pinned to node-3, as Harvester's migrate action pins it, refused by every replica")
-		refusals := 0
-		Eventually(func() int {
-			_, stderr, err := f.Kubectl(vmimTo(ns, "pinned", "vm", broken), "create", "--dry-run=server", "-f", "-")
-			if err != nil && strings.Contains(stderr, "9000-byte frames from node-1 to node-3 do not arrive") {
-				refusals++
-			} else {
-				refusals = 0
-			}
-			return refusals
-		}).WithTimeout(framework.Long).Should(BeNumerically(">=", 3))
+		f.RefusedByEveryReplica(vmimTo(ns, "pinned", "vm", broken), "9000-byte frames from node-1 to node-3 do not arrive")
 		By("unpinned migrations steered off node-3 and completed")
 		source := "node-1"
 		for i := range 3 {
@@ -225,8 +216,8 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 	})
 })
 
-// meta is the message of a condition of migranet's setting.
-func meta(ctx context.Context, typ string) string {
+// conditionMessage is the message of a condition of migranet's setting.
+func conditionMessage(ctx context.Context, typ string) string {
 	for _, c := range own(ctx).Status.Conditions {
 		if c.Type == typ {
 			return c.Message

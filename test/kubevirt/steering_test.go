@@ -54,16 +54,7 @@ func brokenNode(ctx context.Context, node string) string {
 	key := cluster.UplinkMTUAnnotationPrefix + cluster.DefaultClusterNetwork
 	patchNode(ctx, node, func(n *corev1.Node) { n.Annotations[key] = "1500" },
 		func(n *corev1.Node) { n.Annotations[key] = strconv.Itoa(cluster.DefaultUplinkMTU) })
-	refusals := 0
-	Eventually(func() int {
-		_, stderr, err := f.Kubectl(vmimTo(ns, "refused", "probe", node), "create", "--dry-run=server", "-f", "-")
-		if err != nil && strings.Contains(stderr, "9000-byte frames from node-1 to "+node+" do not arrive") {
-			refusals++
-		} else {
-			refusals = 0
-		}
-		return refusals
-	}).WithTimeout(framework.Long).Should(BeNumerically(">=", 3))
+	f.RefusedByEveryReplica(vmimTo(ns, "refused", "probe", node), "9000-byte frames from node-1 to "+node+" do not arrive")
 	return ns
 }
 
@@ -116,18 +107,7 @@ var _ = Describe("steering a migration's target pod off the paths the probe agen
 		patchNode(ctx, broken, func(n *corev1.Node) { n.Annotations[key] = "1500" },
 			func(n *corev1.Node) { n.Annotations[key] = strconv.Itoa(cluster.DefaultUplinkMTU) })
 		By("the agents reporting node-2's paths: a migration pinned to it refused")
-		// Each replica reads the reports from its own cache, and the Service picks one per
-		// request: refused three times in a row before the migrations start.
-		refusals := 0
-		Eventually(func() int {
-			_, stderr, err := f.Kubectl(vmimTo(ns, "refused", "vm", broken), "create", "--dry-run=server", "-f", "-")
-			if err != nil && strings.Contains(stderr, "9000-byte frames from node-1 to node-2 do not arrive") {
-				refusals++
-			} else {
-				refusals = 0
-			}
-			return refusals
-		}).WithTimeout(framework.Long).Should(BeNumerically(">=", 3))
+		f.RefusedByEveryReplica(vmimTo(ns, "refused", "vm", broken), "9000-byte frames from node-1 to node-2 do not arrive")
 
 		By("twenty unpinned migrations, each steered off node-2 and completed")
 		source := "node-1"
