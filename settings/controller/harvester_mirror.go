@@ -61,7 +61,9 @@ func (m *HarvesterMirror) SetupWithManager(mgr ctrl.Manager) error {
 	named := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == v1beta1.MigrationNetwork })
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == m.KubeVirtNamespace })
 	return ctrl.NewControllerManagedBy(mgr).Named(MirrorName).
-		For(&v1beta1.Setting{}, builder.WithPredicates(named)).
+		// Its own status writes and the other writers' (paths every few seconds) are no reason to
+		// look again; a value (refused, but stored before the mode) is.
+		For(&v1beta1.Setting{}, builder.WithPredicates(named, predicate.GenerationChangedPredicate{})).
 		Watches(harvestermode.NewSetting(), toSetting, builder.WithPredicates(named)).
 		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, toSetting, builder.WithPredicates(inNamespace)).
