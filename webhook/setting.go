@@ -182,14 +182,14 @@ func (v *SettingValidator) harvesterOwned(old, s *v1beta1.Setting) error {
 	if !v.Harvester || s.Name != v1beta1.MigrationNetwork {
 		return nil
 	}
+	if old == nil {
+		old = &v1beta1.Setting{}
+	}
 	var errs field.ErrorList
 	for _, f := range []struct {
 		name     string
 		new, was string
-	}{{"value", s.Value, ""}, {"default", s.Default, ""}} {
-		if old != nil {
-			f.was = map[string]string{"value": old.Value, "default": old.Default}[f.name]
-		}
+	}{{"value", s.Value, old.Value}, {"default", s.Default, old.Default}} {
 		if strings.TrimSpace(f.new) == "" || f.new == f.was {
 			continue
 		}
