@@ -79,15 +79,14 @@ func Decide(in Input) Decision {
 	name := settings.MigrationNetworkOf(in.KubeVirt)
 	inForce := "the pod network (the KubeVirt CR names no migration network)"
 	if name != "" {
-		nad := findNAD(in.NADs, name)
-		n, why := readNAD(nad, in.Namespace, name)
+		nad, n, why := settings.ReadNetworkInForce(in.NADs, in.Namespace, name)
 		if why != "" {
 			d.Configured.Status, d.Configured.Reason, d.Configured.Message = metav1.ConditionFalse, ReasonNADUnreadable, why+"; the network mirrored before is kept"
-			d.Guard = appendUnique(d.Guard, name)
+			d.Guard = settings.AppendUnique(d.Guard, name)
 			return d
 		}
 		d.Network = &n
-		d.Guard = appendUnique(d.Guard, name)
+		d.Guard = settings.AppendUnique(d.Guard, name)
 		inForce = fmt.Sprintf("NetworkAttachmentDefinition %s/%s (%s)", in.Namespace, name, n.Summary())
 		if !settings.HarvesterMigrationNAD(nad) {
 			inForce += ", which Harvester did not render"
@@ -142,20 +141,8 @@ func matches(nads []nadv1.NetworkAttachmentDefinition, name, value, hash string)
 	if value == "" {
 		return name == ""
 	}
-	nad := findNAD(nads, name)
+	nad := settings.FindNAD(nads, name)
 	return nad != nil && nad.Labels[settings.LabelHarvesterMigrationHash] == hash
-}
-
-// readNAD reads the network the named NAD carries, or says why it cannot.
-func readNAD(nad *nadv1.NetworkAttachmentDefinition, namespace, name string) (settings.Network, string) {
-	if nad == nil {
-		return settings.Network{}, fmt.Sprintf("the KubeVirt CR's migrations.network names NetworkAttachmentDefinition %s/%s, which does not exist", namespace, name)
-	}
-	n, err := settings.NetworkFromNAD(nad)
-	if err != nil {
-		return settings.Network{}, fmt.Sprintf("NetworkAttachmentDefinition %s/%s, which the KubeVirt CR's migrations.network names, is not a migration network migranet can read: %v", namespace, name, err)
-	}
-	return n, ""
 }
 
 // sourceOf is status.source for the NAD name in force carrying n (nil: the pod network).
@@ -177,24 +164,6 @@ func harvesterNADs(nads []nadv1.NetworkAttachmentDefinition) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-func findNAD(nads []nadv1.NetworkAttachmentDefinition, name string) *nadv1.NetworkAttachmentDefinition {
-	for i := range nads {
-		if nads[i].Name == name {
-			return &nads[i]
-		}
-	}
-	return nil
-}
-
-func appendUnique(names []string, name string) []string {
-	for _, n := range names {
-		if n == name {
-			return names
-		}
-	}
-	return append(names, name)
 }
 
 // hashOf is Harvester's hash of a value: SHA-1 of the string as stored, in hex

@@ -73,6 +73,13 @@ type SettingStatus struct {
 	// from Source.Value and Source.NetworkAttachmentDefinition.
 	// +optional
 	Source *NetworkSource `json:"source,omitempty"`
+	// WrittenHash is, in HCO mode, the hash of this setting's own value (DisabledHash for the
+	// empty value) that migranet last wrote into the HyperConverged CR's network field. A value
+	// whose hash differs was set after that write, so it wins over any edit of the
+	// HyperConverged CR made before; while it is the same, an edit of the HyperConverged CR is
+	// newer, and migranet follows it (status.source). Empty until migranet first writes.
+	// +optional
+	WrittenHash string `json:"writtenHash,omitempty"`
 	// Nodes lists, per eligible node, its migration address or why it has none.
 	// +listType=map
 	// +listMapKey=name
@@ -94,17 +101,26 @@ type SettingStatus struct {
 	Ranges []string `json:"ranges,omitempty"`
 }
 
-// SourceHarvester is NetworkSource.Kind of Harvester mode.
-const SourceHarvester = "Harvester"
+// Kinds of NetworkSource: Harvester mode's, and HCO mode's when the HyperConverged CR names a
+// network migranet did not write there.
+const (
+	SourceHarvester      = "Harvester"
+	SourceHyperConverged = "HyperConverged"
+)
+
+// DisabledHash stands in status.writtenHash for the empty value (the pod network): a hash no
+// value has.
+const DisabledHash = "disabled"
 
 // NetworkSource is where the migration network in force comes from when this setting's value does
 // not decide it.
 type NetworkSource struct {
-	// Kind of source: Harvester.
-	// +kubebuilder:validation:Enum=Harvester
+	// Kind of source: Harvester, or HyperConverged (HCO mode).
+	// +kubebuilder:validation:Enum=Harvester;HyperConverged
 	Kind string `json:"kind"`
-	// Setting names the setting to edit instead of this one, as resource/name, e.g.
-	// settings.harvesterhci.io/vm-migration-network.
+	// Setting names the object to edit instead of this one, as resource/name (namespace/name for
+	// a namespaced one), e.g. settings.harvesterhci.io/vm-migration-network or
+	// hyperconvergeds.hco.kubevirt.io/openshift-cnv/kubevirt-hyperconverged.
 	Setting string `json:"setting"`
 	// NetworkAttachmentDefinition in force, as namespace/name: the one the KubeVirt CR's
 	// spec.configuration.migrations.network names; empty while migrations use the pod network.
