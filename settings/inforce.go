@@ -6,10 +6,10 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 )
 
-// FindNAD returns the NAD called name among nads (all of one namespace), or nil.
-func FindNAD(nads []nadv1.NetworkAttachmentDefinition, name string) *nadv1.NetworkAttachmentDefinition {
+// FindNAD returns the NAD namespace/name among nads, or nil.
+func FindNAD(nads []nadv1.NetworkAttachmentDefinition, namespace, name string) *nadv1.NetworkAttachmentDefinition {
 	for i := range nads {
-		if nads[i].Name == name {
+		if nads[i].Name == name && nads[i].Namespace == namespace {
 			return &nads[i]
 		}
 	}
@@ -20,7 +20,7 @@ func FindNAD(nads []nadv1.NetworkAttachmentDefinition, name string) *nadv1.Netwo
 // migrations.network names (what the mirrors of Harvester and HCO mode publish), or says why it
 // cannot, naming the NAD: it is missing, or NetworkFromNAD cannot read it.
 func ReadNetworkInForce(nads []nadv1.NetworkAttachmentDefinition, namespace, name string) (*nadv1.NetworkAttachmentDefinition, Network, string) {
-	nad := FindNAD(nads, name)
+	nad := FindNAD(nads, namespace, name)
 	if nad == nil {
 		return nil, Network{}, fmt.Sprintf("the KubeVirt CR's migrations.network names NetworkAttachmentDefinition %s/%s, which does not exist", namespace, name)
 	}

@@ -13,6 +13,7 @@ const (
 	RulePathHealthy    Rule = "pathHealthy"
 	RuleVMIState       Rule = "vmiState"
 	RulePostCopyCancel Rule = "postCopyCancel"
+	RuleHCONetwork     Rule = "hcoNetwork"
 )
 
 // Request is the VMIM request a rule judges.
@@ -24,6 +25,9 @@ const (
 	OnCreate Request = "create"
 	// OnCancel: cancelling a migration (VMIM delete).
 	OnCancel Request = "cancel"
+	// OnHyperConverged: choosing the migration network on HCO's HyperConverged CR (create or
+	// update of its liveMigrationConfig.network).
+	OnHyperConverged Request = "HyperConverged network"
 )
 
 // RuleSpec is one entry of the rule registry: everything about a rule but its check, which the
@@ -58,6 +62,8 @@ var registry = [...]RuleSpec{
 		"the VMI exists and has no other migration in flight"},
 	{RulePostCopyCancel, ModeEnforce, false, OnCancel,
 		"a migration in post-copy is not cancelled unless its VMIM carries " + ForceCancelAnnotation + `: "true"`},
+	{RuleHCONetwork, ModeEnforce, true, OnHyperConverged,
+		"the NetworkAttachmentDefinition it names exists in the HyperConverged CR's namespace and can carry migrations: a bridge or macvlan NAD with a whereabouts range holding an address for every node that runs virt-handler, on nodes that carry its cluster network (NADs of other types are admitted with a warning: not judged)"},
 }
 
 // ForceCancelAnnotation, set to "true" on a VirtualMachineInstanceMigration, lets it be deleted
@@ -140,7 +146,11 @@ func RuleTable() string {
 		if s.Exemptable {
 			exempt = "yes"
 		}
-		b.WriteString("| `" + string(s.Rule) + "` | VMIM " + string(s.On) + " | " + string(s.Default) + " | " + exempt + " | " + s.Checks + " |\n")
+		judges := "VMIM " + string(s.On)
+		if s.On == OnHyperConverged {
+			judges = string(s.On)
+		}
+		b.WriteString("| `" + string(s.Rule) + "` | " + judges + " | " + string(s.Default) + " | " + exempt + " | " + s.Checks + " |\n")
 	}
 	return b.String()
 }

@@ -21,6 +21,9 @@ type KubeVirtValidator struct {
 	Reader client.Reader
 	// Metrics counts the decisions on updates; nil counts nothing.
 	Metrics *Metrics
+	// HCO: HCO mode, where HCO writes the field from the HyperConverged CR and migranet never
+	// puts it back; nothing to warn about.
+	HCO bool
 }
 
 // ValidateCreate admits every create.
@@ -41,7 +44,7 @@ func (v *KubeVirtValidator) ValidateUpdate(ctx context.Context, oldObj, newObj r
 		return nil, nil
 	}
 	eff := settings.EffectiveNetwork(s)
-	if len(eff.Errs) > 0 || settings.Sourced(s) {
+	if len(eff.Errs) > 0 || settings.Sourced(s) || v.HCO {
 		// In Harvester mode Harvester's controller writes the field, and migranet only mirrors it.
 		v.Metrics.count(WebhookKubeVirt, RuleNone, ResultAllowed)
 		return nil, nil

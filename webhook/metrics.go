@@ -18,6 +18,8 @@ const (
 	WebhookVMIMDelete = "vmim-delete" // VirtualMachineInstanceMigration delete (cancel a migration)
 	WebhookNAD        = "nad"         // NetworkAttachmentDefinition delete
 	WebhookKubeVirt   = "kubevirt"    // KubeVirt CR update
+	// WebhookHyperConverged: HCO's HyperConverged CR create and update (its migration network).
+	WebhookHyperConverged = "hyperconverged"
 )
 
 // Values of the result label.
@@ -65,12 +67,15 @@ func outcomes() []outcome {
 	}
 	for _, spec := range settings.Registry() {
 		w := WebhookVMIMCreate
-		if spec.On == settings.OnCancel {
+		switch spec.On {
+		case settings.OnCancel:
 			w = WebhookVMIMDelete
+		case settings.OnHyperConverged:
+			w = WebhookHyperConverged
 		}
 		out = append(out, outcome{w, string(spec.Rule), ResultDenied}, outcome{w, string(spec.Rule), ResultWarned})
 	}
-	for _, w := range []string{WebhookSetting, WebhookVMIMCreate, WebhookVMIMDelete, WebhookNAD, WebhookKubeVirt} {
+	for _, w := range []string{WebhookSetting, WebhookVMIMCreate, WebhookVMIMDelete, WebhookNAD, WebhookKubeVirt, WebhookHyperConverged} {
 		out = append(out, outcome{w, RuleNone, ResultAllowed}, outcome{w, RuleNone, ResultError})
 	}
 	return out

@@ -15,9 +15,13 @@ import (
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// +kubebuilder:webhook:path=/validate-k8s-cni-cncf-io-v1-networkattachmentdefinition,mutating=false,failurePolicy=fail,sideEffects=None,groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=delete,versions=v1,name=nad.migranet.io,admissionReviewVersions=v1,timeoutSeconds=5
+// +kubebuilder:webhook:path=/validate-k8s-cni-cncf-io-v1-networkattachmentdefinition,mutating=false,failurePolicy=ignore,sideEffects=None,groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=delete,versions=v1,name=nad.migranet.io,admissionReviewVersions=v1,timeoutSeconds=5
 
-// NADValidator protects the NetworkAttachmentDefinition the KubeVirt CR uses for migrations.
+// NADValidator protects the NetworkAttachmentDefinition the KubeVirt CR uses for migrations,
+// whoever rendered it (migranet, Harvester, an admin or operator under HCO). Its scope is every
+// NAD of the KubeVirt namespace and its failure policy Ignore: with migranet down, the owner of the
+// network (Harvester's removeOldNad, an admin) is never held up; the settings controller renders
+// migranet's own NAD again if it was deleted meanwhile.
 type NADValidator struct {
 	Reader            client.Reader
 	KubeVirtNamespace string
@@ -75,14 +79,14 @@ func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (
 		v.Metrics.count(WebhookNAD, RuleNone, ResultError)
 		return nil, apierrors.NewInternalError(err)
 	}
-	if kv != nil && v.APIReader != nil && ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(kv)) != nil {
+	if kv != nil && v.APIReader != nil && ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(kv), "") != nil {
 		if kv, err = clusterread.KubeVirtCR(ctx, v.APIReader, v.KubeVirtNamespace); err != nil {
 			v.Metrics.count(WebhookNAD, RuleNone, ResultError)
 			return nil, apierrors.NewInternalError(err)
 		}
 	}
 	if kv != nil {
-		if err := ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(kv)); err != nil {
+		if err := ValidateNADDelete(nad.Name, settings.MigrationNetworkOf(kv), v.decider(ctx)); err != nil {
 			v.Metrics.count(WebhookNAD, RuleActiveNetwork, ResultDenied)
 			return nil, apierrors.NewForbidden(nadv1.SchemeGroupVersion.WithResource("network-attachment-definitions").GroupResource(), settings.ShortenName(nad.Name), err)
 		}
@@ -91,14 +95,28 @@ func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (
 	return nil, nil
 }
 
+// decider names what to edit to change the network in force: the object status.source names
+// (Harvester's setting, HCO's HyperConverged CR), else migranet's own setting.
+func (v *NADValidator) decider(ctx context.Context) string {
+	s := &v1beta1.Setting{}
+	if err := v.Reader.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s, client.UnsafeDisableDeepCopy); err == nil && s.Status.Source != nil && s.Status.Source.Setting != "" {
+		return s.Status.Source.Setting
+	}
+	return ""
+}
+
 // ValidateNADDelete refuses deleting the NetworkAttachmentDefinition name (in the KubeVirt
 // namespace) while the KubeVirt CR's spec.configuration.migrations.network, activeNetwork, names it.
-func ValidateNADDelete(name, activeNetwork string) error {
+// decider is what to edit instead ("" : migranet's setting vm-migration-network).
+func ValidateNADDelete(name, activeNetwork, decider string) error {
 	if activeNetwork == "" || name != activeNetwork {
 		return nil
 	}
+	change := "change or clear the setting " + v1beta1.MigrationNetwork + " instead, and its controller deletes this NAD once KubeVirt no longer uses it"
+	if decider != "" {
+		change = "change the migration network on " + decider + " first (it decides the network here), then delete this NAD once the KubeVirt CR no longer names it"
+	}
 	return fmt.Errorf("NetworkAttachmentDefinition %s is the migration network the KubeVirt CR names in "+
-		"spec.configuration.migrations.network: every virt-handler uses it, and deleting it breaks live migration; "+
-		"change or clear the setting %s instead, and its controller deletes this NAD once KubeVirt no longer uses it",
-		name, v1beta1.MigrationNetwork)
+		"spec.configuration.migrations.network: every virt-handler uses it, and deleting it breaks live migration; %s",
+		name, change)
 }

@@ -38,6 +38,9 @@ type Options struct {
 	// Harvester is Harvester mode (package harvestermode): migranet's own network setting takes
 	// no value.
 	Harvester bool
+	// HCO is HCO mode (package hcomode): HCO writes the KubeVirt CR, so its changes of the
+	// migration network draw no warning.
+	HCO bool
 }
 
 // Setup registers every admission webhook with the manager's webhook server. Admission reads the
@@ -67,13 +70,15 @@ func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migration
 		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, State: state, Metrics: opts.Metrics, Harvester: opts.Harvester}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{State: state, Metrics: opts.Metrics, Recorder: opts.Recorder}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
-		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics}},
+		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics, HCO: opts.HCO}},
 	}
 	for _, h := range hooks {
 		if err := ctrl.NewWebhookManagedBy(mgr).For(h.obj).WithValidator(h.validator).Complete(); err != nil {
 			return nil, err
 		}
 	}
+	mgr.GetWebhookServer().Register(HyperConvergedPath, &crwebhook.Admission{Handler: &HyperConvergedValidator{
+		Reader: cache, State: state, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}})
 	mgr.GetWebhookServer().Register(SteeringPath, &crwebhook.Admission{Handler: &TargetSteerer{
 		State: state, Decoder: admission.NewDecoder(mgr.GetScheme()), Metrics: opts.Metrics, Recorder: opts.Recorder}})
 	return state, nil

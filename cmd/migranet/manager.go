@@ -18,6 +18,7 @@ import (
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/harvestermode"
+	"github.com/migranet/migranet/settings/hcomode"
 	"github.com/migranet/migranet/webhook/certs"
 )
 
@@ -41,6 +42,7 @@ type managerFlags struct {
 	shutdownDelay        time.Duration
 	guardScan            time.Duration
 	harvester            string
+	hco                  string
 	qps                  float64
 	burst                int
 	zap                  zap.Options
@@ -99,6 +101,8 @@ func parseManagerFlags(args []string, dev bool) (*managerFlags, *flag.FlagSet, e
 	fs.DurationVar(&f.guardScan, "guard-scan-interval", 5*time.Minute, "how often the leader lists every pod (metadata, paged) and VMI for ones attached to the migration network besides virt-handlers (also at start and when the NAD changes)")
 	fs.StringVar(&f.harvester, "harvester", harvestermode.ModeAuto, "Harvester mode: on, off, or auto (on when Harvester's setting settings.harvesterhci.io/vm-migration-network exists at start-up); "+
 		"in Harvester mode Harvester's setting decides the migration network, migranet mirrors it into its own and never writes the NAD or the KubeVirt CR")
+	fs.StringVar(&f.hco, "hco", hcomode.ModeAuto, "HCO mode (OpenShift Virtualization, OKD): on, off, or auto (on when the KubeVirt CR has a controller owner of kind HyperConverged at start-up); "+
+		"in HCO mode migranet never writes the KubeVirt CR: it writes its network into the HyperConverged CR's liveMigrationConfig.network and mirrors a network chosen there")
 	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client-side rate limit of requests to the API server, per second")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst allowed above --kube-api-qps")
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -196,7 +200,14 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("Harvester mode", "on", harvester, "why", why)
-	observer, err := setupParts(ctx, mgr, f, m, harvester)
+	hco := hcomode.Mode{Why: "Harvester mode is on"}
+	if !harvester {
+		if hco, err = hcomode.Detect(ctx, f.hco, mgr.GetAPIReader(), mgr.GetRESTMapper(), f.kubevirtNamespace); err != nil {
+			return err
+		}
+	}
+	ctrl.Log.WithName("setup").Info("HCO mode", "on", hco.On, "why", hco.Why)
+	observer, err := setupParts(ctx, mgr, f, m, modes{harvester: harvester, hco: hco})
 	if err != nil {
 		return err
 	}

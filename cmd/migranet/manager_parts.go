@@ -21,6 +21,7 @@ import (
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/hcomode"
 	settingscontroller "github.com/migranet/migranet/settings/controller"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -93,8 +94,8 @@ func registerMetrics(rotator *certs.Rotator) (*managerMetrics, error) {
 // setupParts wires migranet's parts into mgr: the settings controllers, the network controller
 // and its observers, the path health, the probe agents' placement and the webhooks. It returns
 // the network observer, whose first observation readiness waits for.
-func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *managerMetrics, harvester bool) (*netcontroller.Observer, error) {
-	if err := setupNetworkSource(mgr, f, m, harvester); err != nil {
+func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *managerMetrics, md modes) (*netcontroller.Observer, error) {
+	if err := setupNetworkSource(mgr, f, m, md); err != nil {
 		return nil, err
 	}
 	if err := (&settingscontroller.PolicyController{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -138,7 +139,7 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 		return nil, err
 	}
 	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Pods: pods, Paths: paths,
-		Metrics: m.webhook, Recorder: mgr.GetEventRecorderFor("migranet-webhook"), Harvester: harvester}); err != nil {
+		Metrics: m.webhook, Recorder: mgr.GetEventRecorderFor("migranet-webhook"), Harvester: md.harvester, HCO: md.hco.On}); err != nil {
 		return nil, fmt.Errorf("setting up webhooks: %w", err)
 	}
 	synced := &webhook.SyncedCheck{Cache: webhook.AllSynced{mgr.GetCache(), pods}}
@@ -151,12 +152,19 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 	return observer, nil
 }
 
+// modes are the modes chosen at start-up: who else decides the migration network.
+type modes struct {
+	harvester bool
+	hco       hcomode.Mode
+}
+
 // setupNetworkSource sets up what decides the migration network in force: the settings
-// controller, which renders migranet's setting into a NAD and the KubeVirt CR, or in Harvester mode
-// the mirror of Harvester's (which writes neither).
-func setupNetworkSource(mgr ctrl.Manager, f *managerFlags, m *managerMetrics, harvester bool) error {
+// controller, which renders migranet's setting into a NAD and the KubeVirt CR (in HCO mode the
+// HyperConverged CR, or mirrors the network chosen there), or in Harvester mode the mirror of
+// Harvester's (which writes neither).
+func setupNetworkSource(mgr ctrl.Manager, f *managerFlags, m *managerMetrics, md modes) error {
 	guard := &settingscontroller.GuardParams{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace}
-	if harvester {
+	if md.harvester {
 		if err := (&settingscontroller.HarvesterMirror{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
 			KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard,
 		}).SetupWithManager(mgr); err != nil {
@@ -164,8 +172,12 @@ func setupNetworkSource(mgr ctrl.Manager, f *managerFlags, m *managerMetrics, ha
 		}
 		return nil
 	}
+	var hco *settingscontroller.HCO
+	if md.hco.On {
+		hco = &settingscontroller.HCO{Key: md.hco.HyperConverged, Field: md.hco.Field}
+	}
 	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
-		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard,
+		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard, HCO: hco,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the settings controller: %w", err)
 	}

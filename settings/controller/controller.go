@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/hcomode"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -36,6 +39,8 @@ const (
 	ReasonKubeVirtFailed   = "KubeVirtUpdateFailed"
 	ReasonCleanupFailed    = "CleanupFailed"
 	ReasonGuardFailed      = "GuardUpdateFailed"
+	// ReasonHyperConvergedFailed: HCO mode could not patch the HyperConverged CR's network field.
+	ReasonHyperConvergedFailed = "HyperConvergedUpdateFailed"
 )
 
 // Steps of the settings controller, in the order they run; a failing step ends the reconcile.
@@ -46,7 +51,12 @@ const (
 	StepKubeVirt   = "kubevirt" // pointing the KubeVirt CR's migrations.network
 	StepCleanup    = "cleanup"  // deleting managed NADs nothing references
 	StepStatus     = "status"   // writing the Configured condition
+	// StepHyperConverged reads the HyperConverged CR and what Decide needs (HCO mode only).
+	StepHyperConverged = "hyperconverged"
 )
+
+// typesMergePatch is the JSON merge patch type (RFC 7386).
+const typesMergePatch = types.MergePatchType
 
 // Controller applies the vm-migration-network setting: it ensures the NetworkAttachmentDefinition
 // its canonical value renders to, points the KubeVirt CR's spec.configuration.migrations.network at
@@ -64,21 +74,33 @@ type Controller struct {
 	// Guard is the parameter of the policies that keep other pods and VMs off the migration
 	// network; nil leaves it alone.
 	Guard *GuardParams
+	// HCO, when set, is HCO mode: the network goes into the HyperConverged CR, never the
+	// KubeVirt CR, and a network chosen there is mirrored (hco.go).
+	HCO *HCO
 }
 
 // SetupWithManager watches the setting, the KubeVirt CR, the NADs migranet manages and the nodes'
 // labels.
 func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	r.Metrics.Init(ControllerName, StepValue, StepNAD, StepKubeVirt, StepCleanup, StepStatus)
+	if r.HCO != nil {
+		r.Metrics.Init(ControllerName, StepHyperConverged)
+	}
 	toSetting := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: v1beta1.MigrationNetwork}}}
 	})
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.KubeVirtNamespace })
 	managed := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[settings.LabelManagedBy] == settings.ManagedBy })
-	return ctrl.NewControllerManagedBy(mgr).Named("settings").
-		For(&v1beta1.Setting{}, builder.WithPredicates(named(v1beta1.MigrationNetwork), predicate.GenerationChangedPredicate{})).
+	nads := []predicate.Predicate{inNamespace, managed}
+	b := ctrl.NewControllerManagedBy(mgr).Named("settings")
+	if r.HCO != nil {
+		// The mirror reads whichever NAD the KubeVirt CR names; the HyperConverged CR decides.
+		nads = nads[:1]
+		b = b.Watches(r.HCO.Field.New(), toSetting, builder.WithPredicates(inNamespace, named(r.HCO.Key.Name)))
+	}
+	return b.For(&v1beta1.Setting{}, builder.WithPredicates(named(v1beta1.MigrationNetwork), predicate.GenerationChangedPredicate{})).
 		Watches(&kubevirtv1.KubeVirt{}, toSetting, builder.WithPredicates(inNamespace)).
-		Watches(&nadv1.NetworkAttachmentDefinition{}, toSetting, builder.WithPredicates(inNamespace, managed)).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, toSetting, builder.WithPredicates(nads...)).
 		// A value refused for the nodes is applied once they make it valid (see judge): nodes
 		// joining, leaving, or relabelled; their status is no concern here.
 		Watches(&corev1.Node{}, toSetting, builder.WithPredicates(predicate.LabelChangedPredicate{})).
@@ -100,13 +122,16 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if invalid := (*stepError)(nil); errors.As(err, &invalid) {
 		// No retry: the watches on the setting, the nodes and the KubeVirt CR bring it back once
 		// the value is fixed or the nodes make it valid.
-		return reconcile.Result{}, r.writeStatus(ctx, s, settings.Effective{}, invalid)
+		return reconcile.Result{}, r.writeStatus(ctx, s, settings.Effective{}, invalid, nil)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if r.HCO != nil {
+		return r.reconcileHCO(ctx, s, eff)
+	}
 	serr := r.apply(ctx, s, eff)
-	if err := r.writeStatus(ctx, s, eff, serr); err != nil {
+	if err := r.writeStatus(ctx, s, eff, serr, nil); err != nil {
 		return reconcile.Result{}, err
 	}
 	if serr != nil {
@@ -190,10 +215,12 @@ type stepError struct {
 func (e *stepError) Error() string { return e.err.Error() }
 func (e *stepError) Unwrap() error { return e.err }
 
-// apply runs the steps in order: guard, NAD, KubeVirt CR, cleanup, guard. It stops at the first
-// failure. The guard lists the new NAD before it exists and the old ones until they are deleted,
-// so no moment leaves a migration NAD open to other pods and VMs.
-func (r *Controller) apply(ctx context.Context, s *v1beta1.Setting, eff settings.Effective) *stepError {
+// apply runs the steps in order: guard, NAD, KubeVirt CR (in HCO mode the HyperConverged CR),
+// cleanup, guard. It stops at the first failure. The guard lists the new NAD before it exists and
+// the old ones until they are deleted, so no moment leaves a migration NAD open to other pods and
+// VMs. keep are NADs still in use besides the new one (HCO mode: the one the KubeVirt CR names
+// until HCO copies the field): neither deleted nor dropped from the guard.
+func (r *Controller) apply(ctx context.Context, s *v1beta1.Setting, eff settings.Effective, keep ...string) *stepError {
 	want := settings.RenderNAD(eff, r.KubeVirtNamespace)
 	network := eff.NAD
 	managed, err := r.managedNADs(ctx)
@@ -214,17 +241,22 @@ func (r *Controller) apply(ctx context.Context, s *v1beta1.Setting, eff settings
 			return &stepError{ReasonNADFailed, fmt.Errorf("ensuring NetworkAttachmentDefinition %s/%s: %w", want.Namespace, want.Name, err)}
 		}
 	}
-	if serr := r.pointKubeVirt(ctx, network); serr != nil {
+	point := r.pointKubeVirt
+	if r.HCO != nil {
+		point = r.pointHyperConverged
+	}
+	if serr := point(ctx, network); serr != nil {
 		r.Metrics.Step(ControllerName, StepKubeVirt, serr)
 		return serr
 	}
 	r.Metrics.Step(ControllerName, StepKubeVirt, nil)
-	err = r.deleteUnreferenced(ctx, network)
+	inUse := settings.AppendUnique([]string{network}, keep...)
+	err = r.deleteUnreferenced(ctx, inUse...)
 	r.Metrics.Step(ControllerName, StepCleanup, err)
 	if err != nil {
 		return &stepError{ReasonCleanupFailed, fmt.Errorf("deleting NetworkAttachmentDefinitions no longer referenced: %w", err)}
 	}
-	if err := r.setGuard(ctx, network); err != nil {
+	if err := r.setGuard(ctx, inUse...); err != nil {
 		return &stepError{ReasonGuardFailed, err}
 	}
 	return nil
@@ -324,8 +356,8 @@ func (r *Controller) pointKubeVirt(ctx context.Context, network string) *stepErr
 	return nil
 }
 
-// deleteUnreferenced deletes managed NADs other than keep; the CR no longer points at them.
-func (r *Controller) deleteUnreferenced(ctx context.Context, keep string) error {
+// deleteUnreferenced deletes managed NADs not in keep; no CR points at them any more.
+func (r *Controller) deleteUnreferenced(ctx context.Context, keep ...string) error {
 	nads := &nadv1.NetworkAttachmentDefinitionList{}
 	if err := r.Client.List(ctx, nads, client.InNamespace(r.KubeVirtNamespace), client.MatchingLabels{settings.LabelManagedBy: settings.ManagedBy}); err != nil {
 		return err
@@ -333,7 +365,7 @@ func (r *Controller) deleteUnreferenced(ctx context.Context, keep string) error 
 	var errs []error
 	for i := range nads.Items {
 		nad := &nads.Items[i]
-		if nad.Name == keep || nad.DeletionTimestamp != nil {
+		if slices.Contains(keep, nad.Name) || nad.DeletionTimestamp != nil {
 			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("deleting unreferenced NetworkAttachmentDefinition", "nad", klog.KObj(nad))
@@ -367,7 +399,10 @@ func merge(into, from map[string]string) map[string]string {
 // Configured=True; on failure Configured=False with the failing step's reason, keeping the hash
 // and network applied last. An event marks each transition of the condition (status or reason) and each newly applied
 // value; a step failing again with the same reason on a retry emits nothing more.
-func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, eff settings.Effective, serr *stepError) error {
+//
+// In HCO mode hco is the decision that wrote migranet's value: on success its Configured and
+// writtenHash are recorded.
+func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, eff settings.Effective, serr *stepError, hco *hcomode.Decision) error {
 	m := eff.Network
 	cond := metav1.Condition{Type: v1beta1.ConditionConfigured, Status: metav1.ConditionTrue}
 	fields := map[string]any{
@@ -376,7 +411,8 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, eff se
 		"summary":        m.Summary(),
 		// Harvester mode's mirror writes status.source under the same field manager; this
 		// controller runs only outside that mode, where no other setting decides the network.
-		"source": nil,
+		"source":      nil,
+		"writtenHash": s.Status.WrittenHash,
 	}
 	switch {
 	case serr != nil:
@@ -390,6 +426,10 @@ func (r *Controller) writeStatus(ctx context.Context, s *v1beta1.Setting, eff se
 	default:
 		cond.Reason, cond.Message = ReasonApplied, "KubeVirt migrations.network points at "+eff.NAD
 		fields["appliedHash"], fields["appliedNetwork"] = eff.Hash, eff.NAD
+	}
+	if hco != nil && serr == nil {
+		cond.Status, cond.Reason, cond.Message = hco.Configured.Status, hco.Configured.Reason, hco.Configured.Message
+		fields["writtenHash"] = hco.WrittenHash
 	}
 	if statuswrite.ConditionChanged(s.Status.Conditions, cond) || (serr == nil && s.Status.AppliedHash != fields["appliedHash"]) {
 		eventType := corev1.EventTypeNormal

@@ -8,7 +8,6 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -143,30 +142,8 @@ func (m *HarvesterMirror) judge(ctx context.Context, d harvestermode.Decision) s
 }
 
 // writeStatus writes the mirror's part of the status (the settings controller's fields: it does
-// not run in Harvester mode) and an event on each change of Configured or of the NAD in force.
+// not run in Harvester mode).
 func (m *HarvesterMirror) writeStatus(ctx context.Context, s *v1beta1.Setting, d harvestermode.Decision) error {
-	fields := map[string]any{
-		"source":         d.Source,
-		"appliedHash":    s.Status.AppliedHash,
-		"appliedNetwork": s.Status.AppliedNetwork,
-		"summary":        s.Status.Summary,
-	}
-	if d.Source != nil {
-		eff := settings.EffectiveOf(d.Network)
-		fields["appliedHash"], fields["summary"] = eff.Hash, "Harvester: "+d.Network.Summary()
-		_, fields["appliedNetwork"], _ = strings.Cut(d.Source.NetworkAttachmentDefinition, "/")
-	} else {
-		fields["source"] = s.Status.Source
-	}
-	if statuswrite.ConditionChanged(s.Status.Conditions, d.Configured) || fields["appliedNetwork"] != s.Status.AppliedNetwork {
-		eventType := corev1.EventTypeNormal
-		if d.Configured.Status != "True" {
-			eventType = corev1.EventTypeWarning
-		}
-		m.Recorder.Event(s, eventType, d.Configured.Reason, d.Configured.Message)
-	}
-	err := statuswrite.ApplyStatus(ctx, m.Client, s, statuswrite.FieldManagerSettings, []metav1.Condition{d.Configured}, fields)
-	m.Metrics.Step(MirrorName, StepStatus, err)
-	statuswrite.RecordWriteFailure(m.Recorder, s, statuswrite.FieldManagerSettings, err)
-	return err
+	return writeMirrorStatus(ctx, mirrorWrite{client: m.Client, recorder: m.Recorder, metrics: m.Metrics, name: MirrorName},
+		s, d.Source, d.Network, d.Configured, "Harvester: ", nil)
 }

@@ -104,7 +104,7 @@ func Decide(in Input) Decision {
 		// Nothing to apply; Harvester's controller skips an empty value on its first start and
 		// records no hash then.
 		d.Configured.Message = fmt.Sprintf("%s is empty: migrations use the pod network", SettingRef)
-	case applied != want || !matches(in.NADs, name, value, want):
+	case applied != want || !matches(in.NADs, in.Namespace, name, value, want):
 		d.Configured.Status, d.Configured.Reason = metav1.ConditionFalse, ReasonHarvesterPending
 		d.Configured.Message = fmt.Sprintf("Harvester has not applied the value of %s yet; in force: %s", SettingRef, inForce)
 	default:
@@ -137,11 +137,11 @@ func harvesterState(u *unstructured.Unstructured) (value, applied, failure strin
 
 // matches reports whether the NAD in force is the one Harvester rendered from value: its hash
 // label says so, or, for the empty value, no NAD is in force.
-func matches(nads []nadv1.NetworkAttachmentDefinition, name, value, hash string) bool {
+func matches(nads []nadv1.NetworkAttachmentDefinition, namespace, name, value, hash string) bool {
 	if value == "" {
 		return name == ""
 	}
-	nad := settings.FindNAD(nads, name)
+	nad := settings.FindNAD(nads, namespace, name)
 	return nad != nil && nad.Labels[settings.LabelHarvesterMigrationHash] == hash
 }
 

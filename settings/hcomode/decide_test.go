@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -195,5 +197,56 @@ func TestFieldGetReadsOnlyItsVersionsPath(t *testing.T) {
 	u.Object["spec"] = "not an object"
 	if got := v1b.Get(u); got != "" {
 		t.Errorf("Get of a malformed spec = %q", got)
+	}
+}
+
+func TestJudgeNetwork(t *testing.T) {
+	fld := field.NewPath("spec", "liveMigrationConfig", "network")
+	a := own(t, ownValue)
+	nads := []nadv1.NetworkAttachmentDefinition{
+		*settings.RenderNAD(a, ns),
+		nad("their-mig", theirConfig, false),
+		nad("no-ipam", `{"cniVersion":"0.3.1","type":"bridge","bridge":"mig-br"}`, false),
+		nad("sriov", `{"cniVersion":"0.3.1","type":"sriov","ipam":{"type":"whereabouts","range":"10.9.0.0/24"}}`, false),
+		nad("chained", `{"cniVersion":"0.3.1","plugins":[{"type":"bridge"},{"type":"tuning"}]}`, false),
+		nad("tiny", `{"cniVersion":"0.3.1","type":"bridge","bridge":"mig-br","ipam":{"type":"whereabouts","range":"10.9.0.0/30"}}`, false),
+	}
+	// The near miss: a NAD of the same name in another namespace is not the one HCO resolves.
+	other := nad("elsewhere", theirConfig, false)
+	other.Namespace = "default"
+	nads = append(nads, other)
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			"network.harvesterhci.io/mig": "true", "network.harvesterhci.io/migration": "true"}}}
+	}
+	cl := settings.ClusterOf([]*corev1.Node{node("n1"), node("n2"), node("n3")}, nil, nil, nil)
+	for _, tc := range []struct {
+		name, network, err, warn string
+	}{
+		{"the pod network", "", "", ""},
+		{"migranet's NAD", a.NAD, "", ""},
+		{"a hand-made bridge NAD", "their-mig", "", ""},
+		{"missing", "nope", "Not found", ""},
+		{"a NAD of that name only in another namespace", "elsewhere", "Not found", ""},
+		{"bridge without IPAM", "no-ipam", "cannot carry migrations", ""},
+		{"too few addresses for three nodes", "tiny", "cannot carry migrations in this cluster", ""},
+		{"another CNI type: not judged", "sriov", "", "does not judge"},
+		{"a plugin list: not judged", "chained", "", "plugin list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs, warns := JudgeNetwork(fld, tc.network, ns, nads, cl)
+			got := errs.ToAggregate()
+			switch {
+			case tc.err == "" && got != nil:
+				t.Errorf("errors %v", got)
+			case tc.err != "" && (got == nil || !strings.Contains(got.Error(), tc.err)):
+				t.Errorf("errors %v, want %q", got, tc.err)
+			case tc.err != "" && errs[0].Field != fld.String():
+				t.Errorf("error on %s, want %s", errs[0].Field, fld)
+			}
+			if w := strings.Join(warns, "|"); (tc.warn == "") != (w == "") || !strings.Contains(w, tc.warn) {
+				t.Errorf("warnings %q, want %q", w, tc.warn)
+			}
+		})
 	}
 }
