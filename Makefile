@@ -32,9 +32,9 @@ LDFLAGS = -X main.releaseVersion=$(VERSION) -X main.releaseCommit=$(COMMIT)
 build: ## the migranet binary, in bin/ (VERSION and COMMIT from git)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/migranet ./cmd/migranet
 
-dev: ## local cluster (control plane, kwok nodes, real node networks) + migranet; HARVESTER=1: a Harvester stand-in, migranet in Harvester mode; Ctrl-C stops it all
+dev: ## local cluster (control plane, kwok nodes, real node networks) + migranet; HARVESTER=1: a Harvester stand-in, migranet in Harvester mode; HCO=1: an HCO stand-in, migranet in HCO mode; Ctrl-C stops it all
 	bash hack/host-tools.sh dev
-	HARVESTER=$(HARVESTER) $(GO) run ./test/devcluster
+	HARVESTER=$(HARVESTER) HCO=$(HCO) $(GO) run ./test/devcluster
 
 # Every suite writes what it ran to RESULTS (go test -json streams, Ginkgo spec reports); make test
 # runs all three parts even when one fails, then prints one table (test/summary) and is red on any

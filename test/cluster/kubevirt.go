@@ -35,6 +35,13 @@ const (
 // with its default architecture and the NodeRestriction feature gate. The virt-operator simulator (test/sim) then owns the CR's
 // conditions and the virt-handler DaemonSet. Existing objects are kept.
 func BootstrapKubeVirt(ctx context.Context, c client.Client) error {
+	return BootstrapKubeVirtAs(ctx, c, KubeVirtName, nil)
+}
+
+// BootstrapKubeVirtAs is BootstrapKubeVirt with the KubeVirt CR called name and, when owner is
+// set, controlled by it (HCO creates its KubeVirt CR kubevirt-kubevirt-hyperconverged owned by the
+// HyperConverged CR).
+func BootstrapKubeVirtAs(ctx context.Context, c client.Client, name string, owner *metav1.OwnerReference) error {
 	if err := ensureNamespace(ctx, c, KubeVirtNamespace); err != nil {
 		return err
 	}
@@ -45,7 +52,7 @@ func BootstrapKubeVirt(ctx context.Context, c client.Client) error {
 		}
 	}
 	kv := &kubevirtv1.KubeVirt{
-		ObjectMeta: metav1.ObjectMeta{Name: KubeVirtName, Namespace: KubeVirtNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: KubeVirtNamespace},
 		Spec: kubevirtv1.KubeVirtSpec{
 			Configuration: kubevirtv1.KubeVirtConfiguration{
 				// NodeRestriction (beta in v1.8, off unless listed) makes virt-api refuse a
@@ -53,6 +60,9 @@ func BootstrapKubeVirt(ctx context.Context, c client.Client) error {
 				DeveloperConfiguration: &kubevirtv1.DeveloperConfiguration{FeatureGates: []string{NodeRestrictionGate}},
 			},
 		},
+	}
+	if owner != nil {
+		kv.OwnerReferences = []metav1.OwnerReference{*owner}
 	}
 	if err := c.Create(ctx, kv); err != nil {
 		if apierrors.IsAlreadyExists(err) {

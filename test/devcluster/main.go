@@ -9,7 +9,9 @@
 // node networks could run (the fallback of a machine that cannot make them): the paths then read
 // "not measured on simulated networks"; HARVESTER=1 makes the cluster a Harvester stand-in
 // (Harvester's CRDs, its empty vm-migration-network setting, a witness node and the simulator of
-// Harvester's controller), where migranet runs in Harvester mode.
+// Harvester's controller), where migranet runs in Harvester mode; HCO=1 makes it an HCO install
+// (HCO's HyperConverged CRD and CR, the KubeVirt CR it owns and the simulator of HCO's KubeVirt
+// handler), where migranet runs in HCO mode.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
+	"github.com/migranet/migranet/test/sim"
 )
 
 func main() {
@@ -70,6 +73,17 @@ func run() error {
 	default:
 		return fmt.Errorf("HARVESTER=%q: want 1 (a Harvester stand-in, migranet in Harvester mode) or 0", v)
 	}
+	hco := false
+	switch v := os.Getenv("HCO"); v {
+	case "", "0":
+	case "1":
+		hco = true
+	default:
+		return fmt.Errorf("HCO=%q: want 1 (an HCO stand-in, migranet in HCO mode) or 0", v)
+	}
+	if hco && harvester {
+		return fmt.Errorf("HARVESTER=1 and HCO=1: a cluster is one or the other")
+	}
 	nodeSpecs := cluster.DefaultNodes(nodes)
 	if harvester {
 		nodeSpecs = append(nodeSpecs, cluster.NodeSpec{Name: "witness-1", Witness: true})
@@ -78,7 +92,7 @@ func run() error {
 	defer stop()
 	began := time.Now()
 	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodeSpecs, Progress: os.Stderr,
-		SimulatedKubeVirt: simulated, NodeNetworks: networks, Harvester: harvester})
+		SimulatedKubeVirt: simulated, NodeNetworks: networks, Harvester: harvester, HCO: hco})
 	if err != nil {
 		return err
 	}
@@ -115,8 +129,19 @@ func run() error {
 `, cluster.DefaultClusterNetwork, cluster.UplinkMTUAnnotationPrefix, cluster.DefaultClusterNetwork)
 		nodes++
 	}
+	mode := "migranet's own (its setting writes the NAD and the KubeVirt CR)"
+	switch {
+	case harvester:
+		mode = "Harvester (Harvester's setting decides; migranet mirrors it)"
+	case hco:
+		mode = "HCO (HyperConverged " + cluster.KubeVirtNamespace + "/" + sim.HyperConvergedName + " owns the KubeVirt CR; migranet writes only its liveMigrationConfig.network)"
+		try += fmt.Sprintf(`  kubectl get hyperconverged -n %s %s -o jsonpath='{.spec.liveMigrationConfig}'   # what migranet writes
+  kubectl patch hyperconverged -n %s %s --type merge -p '{"spec":{"liveMigrationConfig":{"network":"<a NAD>"}}}'   # as the console does
+`, cluster.KubeVirtNamespace, sim.HyperConvergedName, cluster.KubeVirtNamespace, sim.HyperConvergedName)
+	}
 	fmt.Printf(`
 migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet webhooks at %s
+  mode:       %s
   kubevirt:   %s
   networks:   %s
   logs:       %s
@@ -129,7 +154,7 @@ Try:
 %s
 Ctrl-C stops every process this started.
 `, time.Since(began).Round(time.Second), nodes, fmt.Sprintf("https://%s (a Service in front of %d replicas)", e.Service.Addr(), len(e.Replicas)),
-		kubevirt, nodeNetworks, e.Dir, e.Binaries.Kubectl, virtctl, rel, try, tryVirtctl)
+		mode, kubevirt, nodeNetworks, e.Dir, e.Binaries.Kubectl, virtctl, rel, try, tryVirtctl)
 	for {
 		select {
 		case <-ctx.Done():

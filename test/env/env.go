@@ -69,6 +69,13 @@ type Options struct {
 	// vm-migration-network setting, and a simulator of Harvester's controller that renders it.
 	// migranet's manager then chooses Harvester mode by itself (--harvester=auto).
 	Harvester bool
+	// HCO makes the cluster an HCO stand-in (hco.go): HCO's HyperConverged CRD and CR, the KubeVirt
+	// CR kubevirt-kubevirt-hyperconverged it owns, and a simulator of HCO's KubeVirt handler.
+	// migranet's manager then chooses HCO mode by itself (--hco=auto) unless ManagerArgs say
+	// otherwise.
+	HCO bool
+	// ManagerArgs are added to every replica's arguments (e.g. --hco=off).
+	ManagerArgs []string
 }
 
 // DefaultProbeArgs make the local cluster's probe agents quicker than the DaemonSet's 20 s: a
@@ -92,6 +99,10 @@ type Env struct {
 	ProbeAgents *sim.ProbeAgents
 	progress    io.Writer
 	harvester   bool
+	// HCO is the stand-in of HCO's KubeVirt handler; nil unless Options.HCO.
+	HCO          *sim.HCOKubeVirtHandler
+	kubeVirtName string
+	managerArgs  []string
 	stopSims    context.CancelFunc
 	simsDone    chan struct{}
 	release     Release // what Reinstall applies
@@ -125,7 +136,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Cluster: c, progress: opts.Progress, release: opts.Release, harvester: opts.Harvester}
+	e := &Env{Cluster: c, progress: opts.Progress, release: opts.Release, harvester: opts.Harvester,
+		kubeVirtName: cluster.KubeVirtName, managerArgs: opts.ManagerArgs}
 	defer func() {
 		if err != nil {
 			e.Stop()
@@ -137,7 +149,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
+	if opts.HCO {
+		if err := e.startHCO(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
 		return nil, err
 	}
 	if opts.Harvester {
@@ -246,6 +262,13 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, s
 		}
 		what += ", Harvester's vm-migration-network controller simulator"
 	}
+	if e.HCO != nil {
+		e.HCO.Client = mgr.GetClient()
+		if err := e.HCO.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		what += ", HCO's KubeVirt handler simulator"
+	}
 	if handler {
 		standIn := &sim.VirtHandlerStandIn{Client: mgr.GetClient(), Clientset: e.Clientset, Config: e.Config,
 			Namespace: cluster.KubeVirtNamespace, MigrationTime: HandlerMigrationTime, Links: multus}
@@ -270,7 +293,7 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, s
 // KubeVirt returns the KubeVirt CR.
 func (e *Env) KubeVirt(ctx context.Context) (*kubevirtv1.KubeVirt, error) {
 	kv := &kubevirtv1.KubeVirt{}
-	return kv, e.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: cluster.KubeVirtName}, kv)
+	return kv, e.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: e.kubeVirtName}, kv)
 }
 
 // WaitKubeVirtAvailable waits until the KubeVirt CR is Available with reason AllComponentsReady.

@@ -113,7 +113,7 @@ func (e *Env) NewReplica(binary, kubeconfig, name string) *Manager {
 		}
 	}
 	return &Manager{Binary: binary, Kubeconfig: kubeconfig, Name: name,
-		Dir: filepath.Join(e.Dir, "migranet"), Service: e.Service}
+		Dir: filepath.Join(e.Dir, "migranet"), Service: e.Service, ExtraArgs: e.managerArgs}
 }
 
 // serviceAccountKubeconfig writes a kubeconfig holding a token of the overlay's ServiceAccount,
@@ -131,4 +131,13 @@ func (e *Env) serviceAccountKubeconfig(ctx context.Context, path string) (string
 	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: ServiceAccount, Namespace: Namespace}
 	cfg.CurrentContext = "local"
 	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+// SetManagerArgs replaces the arguments added to every replica's command line (Options.ManagerArgs)
+// for their next start.
+func (e *Env) SetManagerArgs(args ...string) {
+	e.managerArgs = args
+	for _, r := range e.Replicas {
+		r.ExtraArgs = args
+	}
 }

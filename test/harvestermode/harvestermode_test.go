@@ -89,6 +89,21 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 		Expect(own(ctx).Value).To(BeEmpty())
 	})
 
+	// docs/harvester.md promises the NAD in force is guarded; nad.migranet.io once saw only NADs
+	// labelled as migranet's, and this delete went through.
+	It("refuses deleting the NAD Harvester rendered while the KubeVirt CR names it, and not while migranet is down", func(ctx context.Context) {
+		_, stderr, err := f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, nadA, "--dry-run=server")
+		Expect(err).To(HaveOccurred(), "the NAD in force was deletable")
+		Expect(stderr).To(And(ContainSubstring(nadA), ContainSubstring("settings.harvesterhci.io/vm-migration-network")))
+		f.StopReplicas()
+		DeferCleanup(func(ctx context.Context) {
+			Expect(f.StartReplicas(ctx)).To(Succeed())
+			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
+		})
+		_, stderr, err = f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, nadA, "--dry-run=server")
+		Expect(err).NotTo(HaveOccurred(), "with migranet down nothing is held up (failurePolicy Ignore): %s", stderr)
+	})
+
 	It("keeps every other pod and VM off Harvester's migration NAD, also while migranet is down", func(ctx context.Context) {
 		ns := f.Namespace(ctx)
 		pod := func(name string) *corev1.Pod {

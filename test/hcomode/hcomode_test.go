@@ -1,0 +1,199 @@
+package hcomode
+
+import (
+	"context"
+	"os"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/hcomode"
+	"github.com/migranet/migranet/settings/v1beta1"
+	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/env"
+	"github.com/migranet/migranet/test/framework"
+)
+
+const (
+	valueA = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}`
+	valueB = `{"clusterNetwork":"migration","vlan":100,"range":"10.52.0.0/24"}`
+	// A NAD an OpenShift admin makes by hand and names on the HyperConverged CR: the nodes'
+	// migration bridge, its own range and a smaller MTU than the uplinks'.
+	theirNAD    = "their-migration"
+	theirConfig = `{"cniVersion":"0.3.1","type":"bridge","bridge":"migration-br","mtu":1400,"ipam":{"type":"whereabouts","range":"10.77.0.0/24"}}`
+)
+
+// One story, in order, as an admin lives it on OpenShift Virtualization: migranet installed on a
+// cluster whose HyperConverged CR names no network, a value set on migranet's setting, a hand-made
+// NAD chosen on the HyperConverged CR (the console), the value changed again, the HyperConverged CR
+// edited again, migranet stopped, and finally migranet started with HCO mode forced off. Each step
+// is also a fault that fails its spec without the feature: without HCO mode migranet writes the
+// KubeVirt CR and HCO reverts it (the last spec shows it, and the out-of-band counter and audit
+// checks fail every other spec); a mirror that overwrote the HyperConverged CR, or a cleanup that
+// deleted a NAD the KubeVirt CR still names, fails the "followed, not reverted" spec.
+var _ = Describe("migranet beside HCO, which owns the KubeVirt CR", Ordered, func() {
+	var nadA, nadB string
+	var updatesBefore int64
+
+	It("chooses HCO mode by itself and mirrors the HyperConverged CR's empty network: the pod network", func(ctx context.Context) {
+		Eventually(func(g Gomega) {
+			s := own(ctx)
+			g.Expect(s.Status.Source).NotTo(BeNil())
+			g.Expect(s.Status.Source.Kind).To(Equal(v1beta1.SourceHyperConverged))
+			g.Expect(s.Status.Source.Setting).To(Equal("hyperconvergeds.hco.kubevirt.io/" + cluster.KubeVirtNamespace + "/kubevirt-hyperconverged"))
+			g.Expect(condition(ctx, v1beta1.ConditionConfigured)).To(Equal("True/" + hcomode.ReasonMirrored))
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		log, err := os.ReadFile(f.Manager.LogPath())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(log)).To(ContainSubstring("owned by HyperConverged"), "the start-up log says why HCO mode is on")
+		Expect(f.HCO.OutOfBand()).To(BeZero())
+	})
+
+	It("puts migranet's value in force through the HyperConverged CR only: HCO writes the KubeVirt CR", func(ctx context.Context) {
+		updatesBefore = f.HCO.Updates()
+		lmBefore := liveMigrationConfig(ctx)
+		setValue(ctx, valueA)
+		nadA = settings.ValueNetwork(&v1beta1.Setting{Value: valueA}).NAD
+		waitInForce(ctx, nadA, hcomode.ReasonApplied)
+		s := own(ctx)
+		Expect(s.Status.Source).To(BeNil(), "migranet's own value decides")
+		Expect(s.Status.WrittenHash).To(Equal(settings.ValueNetwork(&v1beta1.Setting{Value: valueA}).Hash))
+		Expect(f.HCO.Updates()).To(BeNumerically(">", updatesBefore), "HCO copied the field into the KubeVirt CR")
+		Expect(f.HCO.OutOfBand()).To(BeZero(), "nobody but HCO wrote the KubeVirt CR")
+		lm := liveMigrationConfig(ctx)
+		delete(lm, "network")
+		Expect(lm).To(Equal(lmBefore), "the other liveMigrationConfig fields are untouched")
+		Expect(condition(ctx, v1beta1.ConditionHealthy)).To(HavePrefix("True/"))
+	})
+
+	It("refuses an update of the HyperConverged CR naming a missing NAD or one that cannot carry migrations, with the field and the fix", func(ctx context.Context) {
+		stderr, err := editHC("no-such-nad", "--dry-run=server")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(And(ContainSubstring("spec.liveMigrationConfig.network"), ContainSubstring("no NetworkAttachmentDefinition "+cluster.KubeVirtNamespace+"/no-such-nad exists"),
+			ContainSubstring("create the NAD")))
+		createNAD(ctx, "no-ipam", `{"cniVersion":"0.3.1","type":"bridge","bridge":"migration-br"}`)
+		stderr, err = editHC("no-ipam", "--dry-run=server")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(ContainSubstring("cannot carry migrations"))
+		By("a NAD of a type migranet does not judge: admitted with a warning")
+		createNAD(ctx, "sriov-net", `{"cniVersion":"0.3.1","type":"sriov","ipam":{"type":"whereabouts","range":"10.9.0.0/24"}}`)
+		stderr, err = editHC("sriov-net", "--dry-run=server")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(stderr).To(ContainSubstring("does not judge"))
+		Expect(hcNetwork(ctx)).To(Equal(nadA), "dry runs changed nothing")
+	})
+
+	It("mirrors a NAD chosen on the HyperConverged CR, probes it at its MTU, migrates over it, and never reverts the edit", func(ctx context.Context) {
+		createNAD(ctx, theirNAD, theirConfig)
+		stderr, err := editHC(theirNAD)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		waitInForce(ctx, theirNAD, hcomode.ReasonMirrored)
+		s := own(ctx)
+		Expect(s.Status.Source).NotTo(BeNil())
+		Expect(s.Status.Source.NetworkAttachmentDefinition).To(Equal(cluster.KubeVirtNamespace + "/" + theirNAD))
+		Expect(s.Status.Source.Value).To(Equal(`{"clusterNetwork":"migration","range":"10.77.0.0/24","mtu":1400}`))
+		Expect(s.Status.Summary).To(HavePrefix("HCO: "))
+		Expect(conditionMessage(ctx, v1beta1.ConditionConfigured)).To(ContainSubstring("follows the newer edit"))
+		reports := &v1beta1.PathReportList{}
+		Expect(f.Client.List(ctx, reports)).To(Succeed())
+		Expect(reports.Items).To(HaveLen(3))
+		for _, r := range reports.Items {
+			Expect(r.MTU).To(BeEquivalentTo(1400), "%s probes at the MTU of the NAD HCO put in force", r.Name)
+		}
+		By("migranet's own NAD, which neither CR names any more, is deleted")
+		Eventually(func() error {
+			return f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: nadA}, &nadv1.NetworkAttachmentDefinition{})
+		}).WithContext(ctx).WithTimeout(framework.Long).ShouldNot(Succeed())
+		By("a migration over it")
+		ns := f.Namespace(ctx)
+		f.StartVMI(ctx, framework.VMI(ns, "vm", "node-1", nil))
+		f.CreateVMIM(ctx, framework.VMIM(ns, "m1", "vm", nil))
+		Eventually(func(g Gomega) {
+			m := &kubevirtv1.VirtualMachineInstanceMigration{}
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "m1"}, m)).To(Succeed())
+			g.Expect(m.Status.Phase).To(Equal(kubevirtv1.MigrationSucceeded))
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		Consistently(hcNetwork).WithContext(ctx).WithTimeout(3*time.Second).Should(Equal(theirNAD), "migranet never reverts the edit")
+	})
+
+	It("refuses deleting the NAD in force, which migranet did not render", func(ctx context.Context) {
+		_, stderr, err := f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, theirNAD, "--dry-run=server")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(And(ContainSubstring(theirNAD), ContainSubstring("hyperconvergeds.hco.kubevirt.io/"+cluster.KubeVirtNamespace)))
+		_, stderr, err = f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, "no-ipam")
+		Expect(err).NotTo(HaveOccurred(), "a NAD not in force: %s", stderr)
+	})
+
+	It("lets a changed value take over, then follows the next edit of the HyperConverged CR", func(ctx context.Context) {
+		setValue(ctx, valueB)
+		nadB = settings.ValueNetwork(&v1beta1.Setting{Value: valueB}).NAD
+		waitInForce(ctx, nadB, hcomode.ReasonApplied)
+		stderr, err := editHC(theirNAD)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		waitInForce(ctx, theirNAD, hcomode.ReasonMirrored)
+		Consistently(hcNetwork).WithContext(ctx).WithTimeout(3 * time.Second).Should(Equal(theirNAD))
+		Expect(f.HCO.OutOfBand()).To(BeZero())
+	})
+
+	It("never wrote the KubeVirt CR, and wrote only the HyperConverged CR's network field", func(ctx context.Context) {
+		Expect(writesBy(env.ManagerUser, "kubevirt.io", "kubevirts")).To(BeEmpty(), "migranet's writes of the KubeVirt CR")
+		hcWrites := writesBy(env.ManagerUser, "hco.kubevirt.io", "hyperconvergeds")
+		Expect(hcWrites).To(HaveLen(2), "one patch per value migranet put in force (A, then B): %v", hcWrites)
+		for _, w := range hcWrites {
+			Expect(w).To(HavePrefix("patch "))
+		}
+		Expect(f.HCO.OutOfBand()).To(BeZero(), "kubevirt_hco_out_of_band_modifications_total over the suite")
+	})
+
+	It("holds up neither HCO's users nor the network's owner while migranet is down", func(ctx context.Context) {
+		f.StopReplicas()
+		DeferCleanup(func(ctx context.Context) {
+			Expect(f.StartReplicas(ctx)).To(Succeed())
+			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
+		})
+		stderr, err := editHC("no-such-nad", "--dry-run=server")
+		Expect(err).NotTo(HaveOccurred(), "failurePolicy Ignore: %s", stderr)
+		_, stderr, err = f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, theirNAD, "--dry-run=server")
+		Expect(err).NotTo(HaveOccurred(), "failurePolicy Ignore: %s", stderr)
+	})
+
+	It("without HCO mode (--hco=off) fights HCO: the out-of-band counter climbs and virt-handler's rollout restarts", func(ctx context.Context) {
+		// HCO names their NAD while migranet's value is B: migranet's settings controller, not in
+		// HCO mode, patches the KubeVirt CR to B's NAD, and HCO copies its own spec back.
+		f.StopReplicas()
+		f.SetManagerArgs("--hco=off")
+		Expect(f.StartReplicas(ctx)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			f.StopReplicas()
+			f.SetManagerArgs()
+			Expect(f.StartReplicas(ctx)).To(Succeed())
+			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
+		})
+		gen := virtHandlerGeneration(ctx)
+		Eventually(f.HCO.OutOfBand).WithTimeout(framework.Long).Should(BeNumerically(">=", 3), "HCO reverts migranet's writes again and again")
+		Expect(virtHandlerGeneration(ctx)).To(BeNumerically(">=", gen+2), "each flip changes virt-handler's template")
+		f.StopReplicas() // end the fight before the cleanup restarts migranet in HCO mode
+	})
+})
+
+// liveMigrationConfig is the HyperConverged CR's spec.liveMigrationConfig.
+func liveMigrationConfig(ctx context.Context) map[string]any {
+	GinkgoHelper()
+	lm, _, _ := unstructured.NestedMap(hyperConverged(ctx).Object, "spec", "liveMigrationConfig")
+	return lm
+}
+
+func conditionMessage(ctx context.Context, typ string) string {
+	for _, c := range own(ctx).Status.Conditions {
+		if c.Type == typ {
+			return c.Message
+		}
+	}
+	return ""
+}
