@@ -42,13 +42,14 @@ func chartValues() []value {
 		{kind: "DaemonSet", line: "image: migranet:dev", with: `image: {{ include "migranet.image" . }}`, n: 1},
 		{kind: "Deployment", line: "replicas: 2", with: "replicas: {{ .Values.replicas }}", n: 1},
 		// KubeVirt's namespace: the manager's and the probe agent's flag, the manager's Role and
-		// RoleBinding there, the selector of the webhooks on the KubeVirt CR and its NADs.
+		// RoleBinding there, the selector of the webhooks on the KubeVirt CR, its NADs and HCO's
+		// HyperConverged CR.
 		{kind: "Deployment", line: "- --kubevirt-namespace=kubevirt", with: "- --kubevirt-namespace={{ .Values.kubevirt.namespace }}", n: 1},
 		{kind: "DaemonSet", line: "- --kubevirt-namespace=kubevirt", with: "- --kubevirt-namespace={{ .Values.kubevirt.namespace }}", n: 1},
 		{kind: "Role", line: "namespace: kubevirt", with: "namespace: {{ .Values.kubevirt.namespace }}", n: 1},
 		{kind: "RoleBinding", line: "namespace: kubevirt", with: "namespace: {{ .Values.kubevirt.namespace }}", n: 1},
 		{kind: "ValidatingWebhookConfiguration", line: "kubernetes.io/metadata.name: kubevirt",
-			with: "kubernetes.io/metadata.name: {{ .Values.kubevirt.namespace }}", n: 2},
+			with: "kubernetes.io/metadata.name: {{ .Values.kubevirt.namespace }}", n: 3},
 	}
 }
 
