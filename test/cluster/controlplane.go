@@ -32,6 +32,10 @@ type Options struct {
 	// KubeVirt runs KubeVirt's own virt-api and virt-controller (StartKubeVirt), with KubeVirt's
 	// generated CRDs in place of the controller-gen ones in test/crds.
 	KubeVirt bool
+	// BootstrapKubeVirt, when set, replaces BootstrapKubeVirt (the KubeVirt CR and what an install
+	// leaves before virt-operator's work): it runs once the CRDs are installed, before virt-api
+	// and virt-controller start, which read the CR.
+	BootstrapKubeVirt func(ctx context.Context, c *Cluster) error
 }
 
 // Cluster is a running local control plane.
@@ -49,6 +53,7 @@ type Cluster struct {
 	// kubeVirt is Options.KubeVirt; kubeVirtCA signs virt-api's and virt-controller's
 	// certificates; virtAPIPort is where virt-api serves.
 	kubeVirt    bool
+	bootstrap   func(ctx context.Context, c *Cluster) error
 	kubeVirtCA  *CA
 	virtAPIPort int
 	// apiServer is the running kube-apiserver, apiServerArgs its command line, restarts how
@@ -76,7 +81,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: opts.Dir, Binaries: opts.Binaries, progress: opts.Progress, kubeVirt: opts.KubeVirt}
+	c = &Cluster{Dir: opts.Dir, Binaries: opts.Binaries, progress: opts.Progress, kubeVirt: opts.KubeVirt, bootstrap: opts.BootstrapKubeVirt}
+	if c.bootstrap == nil {
+		c.bootstrap = func(ctx context.Context, c *Cluster) error { return BootstrapKubeVirt(ctx, c.Client) }
+	}
 	defer func() {
 		if err != nil {
 			c.Stop()

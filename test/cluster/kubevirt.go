@@ -112,7 +112,7 @@ func (c *Cluster) StartKubeVirt(ctx context.Context) error {
 	if err := c.applyKubeVirtObjects(ctx, objs.crdsAndRBAC); err != nil {
 		return err
 	}
-	if err := BootstrapKubeVirt(ctx, c.Client); err != nil {
+	if err := c.bootstrap(ctx, c); err != nil {
 		return err
 	}
 	caMap := &corev1.ConfigMap{

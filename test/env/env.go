@@ -129,9 +129,15 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 	}
+	bootstrap := func(ctx context.Context, c *cluster.Cluster) error { return cluster.BootstrapKubeVirt(ctx, c.Client) }
+	var hco *hcoInstall
+	if opts.HCO {
+		hco = &hcoInstall{}
+		bootstrap = hco.bootstrap
+	}
 	c, err := cluster.Start(ctx, cluster.Options{
 		Dir: opts.Dir, Binaries: bins, Progress: opts.Progress, AuditPolicy: opts.AuditPolicy,
-		KubeVirt: !opts.SimulatedKubeVirt,
+		KubeVirt: !opts.SimulatedKubeVirt, BootstrapKubeVirt: bootstrap,
 	})
 	if err != nil {
 		return nil, err
@@ -149,12 +155,12 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	if opts.HCO {
-		if err := e.startHCO(ctx); err != nil {
-			return nil, err
-		}
-	} else if err := cluster.BootstrapKubeVirt(ctx, c.Client); err != nil {
+	if err := bootstrap(ctx, c); err != nil {
 		return nil, err
+	}
+	if hco != nil {
+		e.kubeVirtName = sim.HCOKubeVirtName
+		e.HCO = &sim.HCOKubeVirtHandler{Namespace: cluster.KubeVirtNamespace, Base: hco.base}
 	}
 	if opts.Harvester {
 		if err := startHarvester(ctx, c); err != nil {

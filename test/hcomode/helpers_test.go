@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/hcomode"
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -87,9 +88,9 @@ func waitInForce(ctx context.Context, nad, reason string) {
 		g.Expect(condition(ctx, v1beta1.ConditionConfigured)).To(Equal("True/" + reason))
 		g.Expect(own(ctx).Status.AppliedNetwork).To(Equal(nad))
 	}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
-	ready := "True/PodNetwork"
+	ready := "True/" + netcontroller.ReasonPodNetwork
 	if nad != "" {
-		ready = "True/Ready"
+		ready = "True/" + netcontroller.ReasonReady
 	}
 	Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionReady).WithTimeout(framework.Long).
 		Should(Equal(ready), func() string { return fmt.Sprintf("nodes %+v", own(ctx).Status.Nodes) })

@@ -92,7 +92,7 @@ func (h *HCOKubeVirtHandler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: HyperConvergedName}, hc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	want, err := h.derive(hc)
+	want, err := DeriveKubeVirtSpec(h.Base, hc)
 	if err != nil {
 		return reconcile.Result{}, nil // HCO reports it on its conditions and retries nothing until the HC changes
 	}
@@ -117,9 +117,10 @@ func (h *HCOKubeVirtHandler) Reconcile(ctx context.Context, req reconcile.Reques
 	return reconcile.Result{}, nil
 }
 
-// derive is the KubeVirt spec HCO wants: Base with the migrations of liveMigrationConfig.
-func (h *HCOKubeVirtHandler) derive(hc *unstructured.Unstructured) (kubevirtv1.KubeVirtSpec, error) {
-	spec := *h.Base.DeepCopy()
+// DeriveKubeVirtSpec is the KubeVirt spec HCO wants: base with the migrations of the
+// HyperConverged CR's liveMigrationConfig.
+func DeriveKubeVirtSpec(base kubevirtv1.KubeVirtSpec, hc *unstructured.Unstructured) (kubevirtv1.KubeVirtSpec, error) {
+	spec := *base.DeepCopy()
 	lm, _, _ := unstructured.NestedMap(hc.Object, "spec", "liveMigrationConfig")
 	var in struct {
 		BandwidthPerMigration             *string `json:"bandwidthPerMigration"`
