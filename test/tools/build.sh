@@ -101,6 +101,7 @@ build_openshift() {
   tmp=$(mktemp -d "$cache/.openshift.XXXX")
   (cd "$here/openshift" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/" ./scccheck ./bundlecheck) \
     || { log "scccheck/bundlecheck build failed"; exit 1; }
+  rm -rf "$cache"/openshift-*  # the builds of earlier checker sources
   mkdir -p "$osdir" && mv "$tmp"/* "$osdir"/ && rmdir "$tmp"
   log "scccheck and bundlecheck built in $((SECONDS - start)) s"
 }

@@ -74,7 +74,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			failed = true
 			continue
 		}
-		fmt.Fprintf(stdout, "ok %s: admitted by %s, unchanged but for %s\n", key, res.scc, strings.Join(res.assigned, ", "))
+		assigned := strings.Join(res.assigned, ", ")
+		if assigned == "" {
+			assigned = "nothing"
+		}
+		fmt.Fprintf(stdout, "ok %s: admitted by %s, unchanged but for %s\n", key, res.scc, assigned)
 	}
 	if failed {
 		return 1
