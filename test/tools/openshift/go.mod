@@ -1,3 +1,9 @@
+// Throwaway module of the OpenShift checkers test/openshift runs: scccheck (OpenShift's SCC
+// matching, github.com/openshift/apiserver-library-go, which needs k8s.io/kubernetes and the
+// replaces of its staging modules, pinned to v0.34.4 as test/tools/controlplane does) and
+// bundlecheck (github.com/operator-framework/api's bundle validation). library-go is replaced by
+// a version the module proxy serves (apiserver-library-go's own pin is refused). Never imported;
+// test/tools/build.sh openshift builds it.
 module migranet.io/test/tools/openshift
 
 go 1.26
