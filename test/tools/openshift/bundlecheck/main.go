@@ -7,12 +7,13 @@
 //   - every webhook definition names a Deployment of the install strategy (OLM issues the serving
 //     certificate and the Service `<deployment>-service` per Deployment: certresources.go,
 //     installCertRequirementsForDeployment), whose container exposes the target port;
-//
 //   - with -webhooks, the CSV carries every webhook of that rendered configuration (manifests/webhook
 //     as kustomize renders it) with its rules, path, failure policy, side effects, timeout and
 //     object selector, and no other.
 //
-//     bundlecheck -bundle DIR [-webhooks FILE] [-k8s-version 1.34]
+// Usage:
+//
+//	bundlecheck -bundle DIR [-webhooks FILE] [-k8s-version 1.34]
 //
 // Exit status 0: valid (warnings are printed); 1: invalid (each error on stderr); 2: bad usage.
 package main

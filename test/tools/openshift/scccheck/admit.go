@@ -80,7 +80,7 @@ func admit(in *input, w workload) (result, error) {
 	}
 	_, roles := rbacvalidation.NewTestRuleResolver(in.roles, in.roleBindings, in.clusterRoles, in.clusterRoleBindings)
 	authz := rbac.New(roles, roles, roles, roles)
-	sccs := append(sccsByPriority(nil), in.sccs...)
+	sccs := append(sccsort.ByPriority(nil), in.sccs...)
 	sort.Sort(sccsort.ByPriority(sccs))
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
@@ -110,8 +110,6 @@ func admit(in *input, w workload) (result, error) {
 	}
 	return res, nil
 }
-
-type sccsByPriority = sccsort.ByPriority
 
 func usable(ctx context.Context, a authorizer.Authorizer, name string, users, groups []string, namespace string, who ...user.Info) bool {
 	for _, u := range who {
