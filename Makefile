@@ -14,7 +14,7 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart verify vendor-patches deploy undeploy image release clean
+.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart bundle verify vendor-patches deploy undeploy image release clean
 
 # `make` alone lists the targets: every target carries a `## ` comment, which help prints.
 .DEFAULT_GOAL := help
@@ -57,6 +57,7 @@ test-integration: ## Ginkgo suites against the real local control plane
 	bash test/tools/build.sh all >/dev/null
 	bash test/tools/build.sh promtool >/dev/null
 	bash test/tools/build.sh helm >/dev/null
+	bash test/tools/build.sh openshift >/dev/null
 	mkdir -p $(RESULTS)
 	set -o pipefail; MIGRANET_TEST_RESULTS=$(abspath $(RESULTS)) \
 	  $(GO) test -json -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/... | $(SUMMARY) stream $(RESULTS)/integration.json
@@ -101,7 +102,12 @@ harvester-crds: ## Harvester's Setting, ClusterNetwork, VlanConfig, VlanStatus C
 chart: ## the Helm chart's generated templates (manifests/chart) from kubectl kustomize of manifests/
 	$(GO) run ./test/chart/gen -kubectl "$(RELEASE_KUBECTL)" -chart manifests/chart
 
-verify: manifests kubevirt-crds harvester-crds chart ## regenerate everything, fail on drift or unformatted code
+# The OLM bundle (manifests/olm) comes from manifests/base with components/openshift as the pinned
+# kubectl's kustomize renders it; test/openshift validates it with the operator framework's library.
+bundle: ## the OLM bundle for OpenShift Virtualization / OKD (manifests/olm) from kubectl kustomize of manifests/
+	$(GO) run ./test/openshift/gen -kubectl "$(RELEASE_KUBECTL)" -out manifests/olm
+
+verify: manifests kubevirt-crds harvester-crds chart bundle ## regenerate everything, fail on drift or unformatted code
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	git diff --exit-code -- manifests settings test/crds test/harvester/crds
 	@test -z "$$(git status --porcelain -- manifests settings test/crds test/harvester/crds)" || { git status --porcelain -- manifests settings test/crds test/harvester/crds; echo "generated files not committed"; exit 1; }

@@ -13,3 +13,9 @@ package main
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=migranet-system
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=list;watch;update,resourceNames=migranet
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=list;watch;update,resourceNames=migranet
+
+// HCO mode (OpenShift Virtualization, OKD, upstream HCO): the HyperConverged CR lives beside the
+// KubeVirt CR it owns, in KubeVirt's namespace; migranet reads it and patches its one migration
+// network field (never the KubeVirt CR). Namespaced: the Role in the KubeVirt namespace, moved to
+// openshift-cnv by manifests/components/openshift.
+// +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch;patch,namespace=kubevirt

@@ -15,4 +15,5 @@
 //
 // Detect chooses the mode at start-up (--hco: auto, on or off); Decide is the pure judgement;
 // Field reads and patches the network field of whichever HyperConverged API version is served.
+// The RBAC (a Role in the KubeVirt namespace) is in cmd/migranet/rbac.go.
 package hcomode

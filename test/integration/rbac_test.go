@@ -127,6 +127,11 @@ var mayStayUnused = map[grant]string{
 	{"", "harvesterhci.io", "settings", "get", ""}:   "used only in Harvester mode (test/harvestermode)",
 	{"", "harvesterhci.io", "settings", "list", ""}:  "used only in Harvester mode (test/harvestermode)",
 	{"", "harvesterhci.io", "settings", "watch", ""}: "used only in Harvester mode (test/harvestermode)",
+	// Nor HCO: the HyperConverged CR exists only under the HyperConverged operator (HCO mode).
+	{"kubevirt", "hco.kubevirt.io", "hyperconvergeds", "get", ""}:   "used only in HCO mode",
+	{"kubevirt", "hco.kubevirt.io", "hyperconvergeds", "list", ""}:  "used only in HCO mode",
+	{"kubevirt", "hco.kubevirt.io", "hyperconvergeds", "watch", ""}: "used only in HCO mode",
+	{"kubevirt", "hco.kubevirt.io", "hyperconvergeds", "patch", ""}: "used only in HCO mode",
 }
 
 var _ = AfterSuite(func() {

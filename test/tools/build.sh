@@ -87,6 +87,25 @@ build_cni() {
   log "CNI plugins built in $((SECONDS - start)) s"
 }
 
+# build_openshift builds scccheck (OpenShift's SCC matching over the rendered manifests) and
+# bundlecheck (the operator framework's bundle validation) from the throwaway module in
+# test/tools/openshift: its OpenShift and operator-framework modules would fight go.mod's pins. The
+# cache directory is named after a hash of the module's files, so an edit of the checkers rebuilds.
+build_openshift() {
+  local key
+  key=$(cd "$here/openshift" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
+  osdir=$cache/openshift-$key
+  [ -x "$osdir/scccheck" ] && [ -x "$osdir/bundlecheck" ] && return 0
+  log "building scccheck and bundlecheck into $osdir (cold on 2 cores: about 2 minutes)"
+  local start=$SECONDS tmp
+  tmp=$(mktemp -d "$cache/.openshift.XXXX")
+  (cd "$here/openshift" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/" ./scccheck ./bundlecheck) \
+    || { log "scccheck/bundlecheck build failed"; exit 1; }
+  rm -rf "$cache"/openshift-*  # the builds of earlier checker sources
+  mkdir -p "$osdir" && mv "$tmp"/* "$osdir"/ && rmdir "$tmp"
+  log "scccheck and bundlecheck built in $((SECONDS - start)) s"
+}
+
 build_tool() { # dir pkg@version name [ldflags]
   [ -x "$1/$3" ] && return 0
   log "building $2"
@@ -120,5 +139,8 @@ case "${1:-all}" in
     # The version ldflag is what `helm version` prints (without it: the bare "v4.3").
     build_tool "$helmdir" helm.sh/helm/v4/cmd/helm@$HELM_VERSION helm "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
     echo "$helmdir/helm" ;;
-  *) log "usage: build.sh [all|kubernetes|kubevirt|cni|controller-gen|promtool|helm]"; exit 2 ;;
+  openshift)
+    build_openshift
+    echo "$osdir" ;;
+  *) log "usage: build.sh [all|kubernetes|kubevirt|cni|controller-gen|promtool|helm|openshift]"; exit 2 ;;
 esac
