@@ -109,8 +109,8 @@ func TestBundleValidates(t *testing.T) {
 				spec["webhookdefinitions"] = kept
 			})},
 		// Near miss: the right webhook with another webhook's failure policy.
-		{name: "webhook with another failure policy", expect: "webhook nad.migranet.io: the CSV's definition differs",
-			fault: csv(func(t *testing.T, m map[string]any) { webhook(t, m, "nad.migranet.io")["failurePolicy"] = "Ignore" })},
+		{name: "webhook with another failure policy", expect: "webhook settings.migranet.io: the CSV's definition differs",
+			fault: csv(func(t *testing.T, m map[string]any) { webhook(t, m, "settings.migranet.io")["failurePolicy"] = "Ignore" })},
 		{name: "owned CRD missing from the bundle", expect: "owned CRD",
 			fault: func(t *testing.T, dir string) {
 				if err := os.Remove(filepath.Join(dir, "bundle", "manifests", "pathreports.migranet.io.yaml")); err != nil {
