@@ -9,14 +9,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/hcomode"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
 // CacheOptions narrow the manager's informers to what migranet reads: virt-handler pods and the KubeVirt
 // CR, NADs and HCO's HyperConverged CR of the KubeVirt namespace only (the RBAC of the last is a
 // Role there), and no managed fields on anything.
-func CacheOptions(kubevirtNamespace string) cache.Options {
+//
+// hc is the HyperConverged kind of the served version in HCO mode; nil outside it (its informer
+// is never started, and a GVK the API server does not serve would stop the manager's start).
+func CacheOptions(kubevirtNamespace string, hc client.Object) cache.Options {
 	inKubeVirt := map[string]cache.Config{kubevirtNamespace: {}}
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -30,9 +32,8 @@ func CacheOptions(kubevirtNamespace string) cache.Options {
 			&nadv1.NetworkAttachmentDefinition{}: {Namespaces: inKubeVirt},
 		},
 	}
-	for _, v := range []string{hcomode.V1beta1, hcomode.V1} {
-		f, _ := hcomode.FieldOf(v)
-		opts.ByObject[f.New()] = cache.ByObject{Namespaces: inKubeVirt}
+	if hc != nil {
+		opts.ByObject[hc] = cache.ByObject{Namespaces: inKubeVirt}
 	}
 	return opts
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/migranet/migranet/netcontroller"
@@ -187,7 +188,25 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 			return fmt.Errorf("webhook certificate: %w", err)
 		}
 	}
-	mgr, err := newManager(cfg, scheme, f, rotator)
+	// The modes are chosen before the manager exists: HCO mode caches the HyperConverged CR of the
+	// version the cluster serves.
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	harvester, why, err := harvestermode.Detect(ctx, f.harvester, direct)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("Harvester mode", "on", harvester, "why", why)
+	hco := hcomode.Mode{Why: "Harvester mode is on"}
+	if !harvester {
+		if hco, err = hcomode.Detect(ctx, f.hco, direct, direct.RESTMapper(), f.kubevirtNamespace); err != nil {
+			return err
+		}
+	}
+	ctrl.Log.WithName("setup").Info("HCO mode", "on", hco.On, "why", hco.Why)
+	mgr, err := newManager(cfg, scheme, f, rotator, hco)
 	if err != nil {
 		return err
 	}
@@ -195,18 +214,6 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	harvester, why, err := harvestermode.Detect(ctx, f.harvester, mgr.GetAPIReader())
-	if err != nil {
-		return err
-	}
-	ctrl.Log.WithName("setup").Info("Harvester mode", "on", harvester, "why", why)
-	hco := hcomode.Mode{Why: "Harvester mode is on"}
-	if !harvester {
-		if hco, err = hcomode.Detect(ctx, f.hco, mgr.GetAPIReader(), mgr.GetRESTMapper(), f.kubevirtNamespace); err != nil {
-			return err
-		}
-	}
-	ctrl.Log.WithName("setup").Info("HCO mode", "on", hco.On, "why", hco.Why)
 	observer, err := setupParts(ctx, mgr, f, m, modes{harvester: harvester, hco: hco})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -21,8 +22,8 @@ import (
 
 	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
-	"github.com/migranet/migranet/settings/hcomode"
 	settingscontroller "github.com/migranet/migranet/settings/controller"
+	"github.com/migranet/migranet/settings/hcomode"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook"
@@ -32,12 +33,16 @@ import (
 
 // newManager is the controller-runtime manager of the flags: its cache (what the webhooks and
 // the controllers read), metrics and webhook servers, health probes and leader election.
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, f *managerFlags, rotator *certs.Rotator) (ctrl.Manager, error) {
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, f *managerFlags, rotator *certs.Rotator, hco hcomode.Mode) (ctrl.Manager, error) {
 	webhookServer := ctrlwebhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.certDir}
 	if rotator != nil {
 		webhookServer.TLSOpts = []func(*tls.Config){rotator.ConfigureTLS}
 	}
-	cacheOpts := webhook.CacheOptions(f.kubevirtNamespace)
+	var hc client.Object
+	if hco.On {
+		hc = hco.Field.New()
+	}
+	cacheOpts := webhook.CacheOptions(f.kubevirtNamespace, hc)
 	cacheOpts.ByObject[&v1beta1.PathReport{}] = netcontroller.PathReportCache()
 	cacheOpts.ByObject[&appsv1.DaemonSet{}] = netcontroller.ProbeDaemonSetCache(f.probeNamespace)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

@@ -260,7 +260,7 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
-		Cache:         webhook.CacheOptions(cluster.KubeVirtNamespace),
+		Cache:         webhook.CacheOptions(cluster.KubeVirtNamespace, nil),
 	})
 	if err != nil {
 		return "", nil, nil, err

@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/migranet/migranet/netcontroller"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/hcomode"
 	"github.com/migranet/migranet/settings/v1beta1"
@@ -21,7 +22,7 @@ import (
 )
 
 const (
-	valueA = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}`
+	valueA = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
 	valueB = `{"clusterNetwork":"migration","vlan":100,"range":"10.52.0.0/24"}`
 	// A NAD an OpenShift admin makes by hand and names on the HyperConverged CR: the nodes'
 	// migration bridge, its own range and a smaller MTU than the uplinks'.
@@ -70,6 +71,33 @@ var _ = Describe("migranet beside HCO, which owns the KubeVirt CR", Ordered, fun
 		delete(lm, "network")
 		Expect(lm).To(Equal(lmBefore), "the other liveMigrationConfig fields are untouched")
 		Expect(condition(ctx, v1beta1.ConditionHealthy)).To(HavePrefix("True/"))
+	})
+
+	It("sees a narrowed uplink on migranet's network and steers a migration around it", func(ctx context.Context) {
+		const broken = "node-3"
+		ns := f.Namespace(ctx)
+		f.StartVMI(ctx, framework.VMI(ns, "steered", "node-1", nil))
+		setUplinkMTU(ctx, broken, 1500)
+		DeferCleanup(func(ctx context.Context) {
+			setUplinkMTU(ctx, broken, cluster.DefaultUplinkMTU)
+			Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).WithTimeout(framework.Long).Should(HavePrefix("True/"))
+		})
+		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).WithTimeout(framework.Long).
+			Should(HavePrefix("False/" + netcontroller.ReasonPathsFailing))
+		By("once node-1's own agent has seen the failure too, admission warns and the steering excludes node-3")
+		Eventually(func() string {
+			_, stderr, _ := f.Kubectl(vmimYAML(ns, "around", "steered"), "create", "--dry-run=server", "-f", "-")
+			return stderr
+		}).WithTimeout(framework.Long).Should(ContainSubstring(broken + " excluded from the targets"))
+		_, stderr, err := f.Kubectl(vmimYAML(ns, "around", "steered"), "create", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Eventually(func(g Gomega) {
+			m := &kubevirtv1.VirtualMachineInstanceMigration{}
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "around"}, m)).To(Succeed())
+			g.Expect(m.Status.Phase).To(Equal(kubevirtv1.MigrationSucceeded))
+			g.Expect(m.Status.MigrationState).NotTo(BeNil())
+			g.Expect(m.Status.MigrationState.TargetNode).To(Equal("node-2"), "node-1 is the source, node-3 behind the narrowed uplink")
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 	})
 
 	It("refuses an update of the HyperConverged CR naming a missing NAD or one that cannot carry migrations, with the field and the fix", func(ctx context.Context) {

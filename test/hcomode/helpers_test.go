@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,4 +126,19 @@ func writesBy(user, group, resource string) []string {
 		}
 	}
 	return out
+}
+
+// setUplinkMTU sets node's uplink MTU of the cluster network (what the node's NIC or bond has).
+func setUplinkMTU(ctx context.Context, node string, mtu int) {
+	GinkgoHelper()
+	n := &corev1.Node{}
+	Expect(f.Client.Get(ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Annotations[cluster.UplinkMTUAnnotationPrefix+cluster.DefaultClusterNetwork] = fmt.Sprint(mtu)
+	Expect(f.Client.Patch(ctx, n, patch)).To(Succeed())
+}
+
+// vmimYAML is a migration of vmi, left to the scheduler.
+func vmimYAML(ns, name, vmi string) string {
+	return fmt.Sprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstanceMigration\nmetadata: {name: %s, namespace: %s}\nspec: {vmiName: %s}\n", name, ns, vmi)
 }
