@@ -34,9 +34,12 @@ const (
 // CLI's interface.
 type Network struct {
 	Setting string `json:"setting"`
-	// Source names the setting that decides the network when it is not Setting (Harvester mode:
-	// settings.harvesterhci.io/vm-migration-network); empty otherwise.
-	Source  string `json:"source,omitempty"`
+	// Source names the object that decides the network when it is not Setting (Harvester mode:
+	// settings.harvesterhci.io/vm-migration-network; HCO mode, while the HyperConverged CR
+	// decides: hyperconvergeds.hco.kubevirt.io/<namespace>/kubevirt-hyperconverged); empty
+	// otherwise. SourceKind is status.source.kind (Harvester, HyperConverged).
+	Source     string `json:"source,omitempty"`
+	SourceKind string `json:"sourceKind,omitempty"`
 	Mode    string `json:"mode"`
 	NAD     string `json:"nad"`
 	Applied bool   `json:"applied"`
@@ -90,7 +93,7 @@ func Header(s *v1beta1.Setting) Network {
 	}
 	n := Network{Setting: s.Name, Mode: ModePod, Ready: string(metav1.ConditionUnknown)}
 	if src := s.Status.Source; src != nil {
-		n.Source = src.Setting
+		n.Source, n.SourceKind = src.Setting, src.Kind
 	}
 	switch eff := settings.EffectiveNetwork(s); {
 	case len(eff.Errs) > 0:
@@ -163,7 +166,11 @@ func (n Network) String() string {
 	var b strings.Builder
 	b.WriteString("Migration network")
 	if n.Source != "" {
-		fmt.Fprintf(&b, " (Harvester mode, decided by %s)", n.Source)
+		mode := "Harvester mode"
+		if n.SourceKind == v1beta1.SourceHyperConverged {
+			mode = "HCO mode"
+		}
+		fmt.Fprintf(&b, " (%s, decided by %s)", mode, n.Source)
 	}
 	b.WriteString(": ")
 	switch {

@@ -150,6 +150,16 @@ func TestHeader(t *testing.T) {
 			return s
 		}()), want: []string{"Migration network (Harvester mode, decided by settings.harvesterhci.io/vm-migration-network): vm-migration-network-abcde (migration vlan 100 192.168.100.0/24 (-1) mtu 9000): Ready, nodes 3/3"},
 			mode: ModeMigration, ready: "True"},
+		{name: "hco-mode", net: Header(func() *v1beta1.Setting {
+			// HCO mode while the HyperConverged CR decides: a value of migranet's own is kept but
+			// not in force (the near miss: naming the value's NAD instead of the source's).
+			s := newSetting(`{"clusterNetwork":"migration","vlan":300,"range":"10.3.0.0/24"}`, applied("their-migration"), nodes(3, 3), capacity(3, 253),
+				cond(v1beta1.ConditionReady, metav1.ConditionTrue, "AllNodesAttached", ""))
+			s.Status.Source = &v1beta1.NetworkSource{Kind: v1beta1.SourceHyperConverged, Setting: "hyperconvergeds.hco.kubevirt.io/openshift-cnv/kubevirt-hyperconverged",
+				NetworkAttachmentDefinition: "openshift-cnv/their-migration", Value: netValue}
+			return s
+		}()), want: []string{"Migration network (HCO mode, decided by hyperconvergeds.hco.kubevirt.io/openshift-cnv/kubevirt-hyperconverged): their-migration (migration vlan 100 192.168.100.0/24"},
+			mode: ModeMigration, ready: "True"},
 		{name: "not-found", net: Header(nil), want: []string{"Migration network: unknown: Unknown (NotFound: setting vm-migration-network not found: is migranet installed?)"},
 			mode: ModeUnknown, ready: "Unknown"},
 		{name: "forbidden", net: Unavailable(ReasonForbidden, `settings.migranet.io "vm-migration-network" is forbidden: User "dev" cannot get resource "settings"`),
