@@ -18,17 +18,18 @@ const nic = "ens5"
 
 // TestMacvlanProbesAtItsMTU: migranet's macvlan NAD, attached by the real macvlan plugin
 // (containernetworking/plugins v1.9.1) over each node's ens5 with real whereabouts IPAM, carries
-// the probe agents' full-size Don't-Fragment probes (MTU 9000) between three nodes both ways; node-b's
+// the probe agents' full-size Don't-Fragment probes at the NAD's MTU (8000, below the NICs' 9000)
+// between three nodes both ways; node-b's
 // ens5 narrowed to 1500 fails every pair with node-b (PathMTU, largest 1500) while node-a and
 // node-c still pass; restored, the others' probes to node-b pass again while node-b's own stay at
 // 1500 (the kernel lowered its macvlan with the master and never raises it). Catches: a macvlan NAD the real plugin refuses (no
-// attachment at all), an mtu not rendered (migration0 at the master's 1500: the agent's open
+// attachment at all), an mtu not rendered (migration0 at the master's 9000: the agent's open
 // fails), and a prober that misses a narrowed master.
 func TestMacvlanProbesAtItsMTU(t *testing.T) {
 	nodes := []string{"node-a", "node-b", "node-c"}
 	l := startLab(t, nodes...)
 	ctx := context.Background()
-	config := mustConfig(t, `{"macvlan":{"master":"`+nic+`"},"range":"10.93.0.0/28","mtu":9000}`)
+	config := mustConfig(t, `{"macvlan":{"master":"`+nic+`"},"range":"10.93.0.0/28","mtu":8000}`)
 	if !strings.Contains(config, `"type":"macvlan"`) {
 		t.Fatalf("not a macvlan config: %s", config)
 	}
@@ -42,7 +43,7 @@ func TestMacvlanProbesAtItsMTU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		probers[n] = l.agentOn(t, sb, "uid-virt-handler-"+n, addr.Addr(), 9000)
+		probers[n] = l.agentOn(t, sb, "uid-virt-handler-"+n, addr.Addr(), 8000)
 		peers[n] = nodeagent.Peer{Node: n, Addr: netip.AddrPortFrom(addr.Addr(), 4797)}
 	}
 	round := func() map[string]string {
@@ -68,7 +69,7 @@ func TestMacvlanProbesAtItsMTU(t *testing.T) {
 			t.Errorf("%s: failing pairs %v, want %v", step, got, want)
 		}
 	}
-	expect("healthy at 9000", nil)
+	expect("healthy at 8000", nil)
 	if err := l.fabric.SetNIC(ctx, "node-b", nic, 1500); err != nil {
 		t.Fatal(err)
 	}
