@@ -89,7 +89,9 @@ func (n *NodeNetworks) Close(ctx context.Context) error {
 // node's <cn>-br bridge and its uplink to the switch exist, with the MTU of the node annotation
 // cluster.UplinkMTUAnnotationPrefix+cn (DefaultUplinkMTU without one); without the label the
 // uplink is taken away (the bridge stays with the pods' ports on it, reaching only each other). A spec changes a node's networks the way an admin changes a VlanConfig: through
-// those labels and annotations.
+// those labels and annotations. Every node also has the lab's plain NIC cluster.LabNIC (a macvlan
+// master) at the MTU of its annotation cluster.NICMTUAnnotationPrefix+LabNIC (DefaultUplinkMTU
+// without one), as an OpenShift node has a spare NIC whatever Harvester would do.
 type HarvesterAgent struct {
 	Client client.Client
 	Nodes  *NodeNetworks
@@ -117,6 +119,9 @@ func (a *HarvesterAgent) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, a.Nodes.removeNode(ctx, req.Name)
 	}
 	if _, err := a.Nodes.Node(ctx, node.Name); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := a.Nodes.Fabric.SetNIC(ctx, node.Name, cluster.LabNIC, NodeNICMTU(node, cluster.LabNIC)); err != nil {
 		return reconcile.Result{}, err
 	}
 	want := map[string]int{}
