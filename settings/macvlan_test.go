@@ -168,8 +168,8 @@ func TestMacvlanAgainstCluster(t *testing.T) {
 	}{
 		{name: "no cluster network: unlabelled nodes are fine", raw: macvlanValue, cl: &Cluster{Nodes: bare}},
 		{name: "with a cluster network: its label is needed",
-			raw: `{"macvlan":{"master":"ens5"},"clusterNetwork":"migration","range":"10.0.0.0/24"}`,
-			cl:  &Cluster{Nodes: append(attached("n", "migration", 1), bare...)},
+			raw:  `{"macvlan":{"master":"ens5"},"clusterNetwork":"migration","range":"10.0.0.0/24"}`,
+			cl:   &Cluster{Nodes: append(attached("n", "migration", 1), bare...)},
 			errs: []wantErr{inv("value.clusterNetwork", "missing on 3 of 4 eligible nodes")}},
 		{name: "capacity counts every eligible node", raw: `{"macvlan":{"master":"ens5"},"range":"10.0.0.0/30"}`,
 			cl: &Cluster{Nodes: bare}, errs: []wantErr{inv("value.range", "2 usable addresses", "3 eligible nodes")}},

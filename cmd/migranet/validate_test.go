@@ -49,7 +49,7 @@ func TestValidateExitCodes(t *testing.T) {
 		{name: "macvlan without a cluster network: an unlabelled node is eligible, not missing",
 			args: []string{"--nodes", td("nodes-missing.json"), td("macvlan.yaml")}, code: 0},
 		{name: "macvlan with vlan and passthru", args: []string{td("macvlan-invalid.yaml")}, code: 1,
-			stdout: []string{`value.vlan: Forbidden: a macvlan network is not tagged`, `"ens5.100"`, `value.macvlan.mode: Invalid value: "passthru"`},
+			stdout:     []string{`value.vlan: Forbidden: a macvlan network is not tagged`, `"ens5.100"`, `value.macvlan.mode: Invalid value: "passthru"`},
 			exactLines: 2},
 		{name: "nodePlacement excludes that node", args: []string{"--nodes", td("nodes-missing.json"), "--kubevirt", td("kubevirt.yaml"), td("valid.yaml")}, code: 0},
 		{name: "too few addresses", args: []string{"--nodes", td("nodes-missing.json"), td("tight.yaml")}, code: 1,
