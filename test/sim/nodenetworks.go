@@ -98,11 +98,12 @@ type HarvesterAgent struct {
 
 	mu      sync.Mutex
 	carried map[string]map[string]bool // node → cluster networks set up there
+	nicMTU  map[string]int             // node → the MTU its LabNIC was last set to
 }
 
 // SetupWithManager registers the agent with a manager.
 func (a *HarvesterAgent) SetupWithManager(mgr ctrl.Manager) error {
-	a.carried = map[string]map[string]bool{}
+	a.carried, a.nicMTU = map[string]map[string]bool{}, map[string]int{}
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-harvester-agent").For(&corev1.Node{}).Complete(a)
 }
 
@@ -115,13 +116,14 @@ func (a *HarvesterAgent) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		a.mu.Lock()
 		delete(a.carried, req.Name)
+		delete(a.nicMTU, req.Name)
 		a.mu.Unlock()
 		return reconcile.Result{}, a.Nodes.removeNode(ctx, req.Name)
 	}
 	if _, err := a.Nodes.Node(ctx, node.Name); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := a.Nodes.Fabric.SetNIC(ctx, node.Name, cluster.LabNIC, NodeNICMTU(node, cluster.LabNIC)); err != nil {
+	if err := a.setNIC(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
 	want := map[string]int{}
@@ -154,4 +156,22 @@ func (a *HarvesterAgent) Reconcile(ctx context.Context, req reconcile.Request) (
 	a.carried[node.Name] = now
 	a.mu.Unlock()
 	return reconcile.Result{}, nil
+}
+
+// setNIC gives node its LabNIC at the MTU of its annotation, unless it already has it.
+func (a *HarvesterAgent) setNIC(ctx context.Context, node *corev1.Node) error {
+	mtu := NodeNICMTU(node, cluster.LabNIC)
+	a.mu.Lock()
+	done := a.nicMTU[node.Name] == mtu
+	a.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := a.Nodes.Fabric.SetNIC(ctx, node.Name, cluster.LabNIC, mtu); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.nicMTU[node.Name] = mtu
+	a.mu.Unlock()
+	return nil
 }
