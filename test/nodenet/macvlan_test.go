@@ -16,7 +16,20 @@ import (
 // nic is the lab's macvlan master: the same name on every node (nodenet.Fabric.SetNIC).
 const nic = "ens5"
 
-// TestMacvlanProbesAtItsMTU: migranet's macvlan NAD, attached by the real macvlan plugin
+// TestMacvlan runs the macvlan cases on one lab (a control plane each costs seconds): node-a, node-b
+// and node-c with ens5 at 9000, node-d with ens5 at 1500 and no other macvlan on it.
+func TestMacvlan(t *testing.T) {
+	l := startLab(t, "node-a", "node-b", "node-c", "node-d")
+	for n, mtu := range map[string]int{"node-a": 9000, "node-b": 9000, "node-c": 9000, "node-d": 1500} {
+		if err := l.fabric.SetNIC(context.Background(), n, nic, mtu); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("probes at its MTU", func(t *testing.T) { testMacvlanProbesAtItsMTU(t, l) })
+	t.Run("what the plugin attaches", func(t *testing.T) { testMacvlanPluginAttaches(t, l) })
+}
+
+// testMacvlanProbesAtItsMTU: migranet's macvlan NAD, attached by the real macvlan plugin
 // (containernetworking/plugins v1.9.1) over each node's ens5 with real whereabouts IPAM, carries
 // the probe agents' full-size Don't-Fragment probes at the NAD's MTU (8000, below the NICs' 9000)
 // between three nodes both ways; node-b's
@@ -25,9 +38,8 @@ const nic = "ens5"
 // 1500 (the kernel lowered its macvlan with the master and never raises it). Catches: a macvlan NAD the real plugin refuses (no
 // attachment at all), an mtu not rendered (migration0 at the master's 9000: the agent's open
 // fails), and a prober that misses a narrowed master.
-func TestMacvlanProbesAtItsMTU(t *testing.T) {
+func testMacvlanProbesAtItsMTU(t *testing.T, l *lab) {
 	nodes := []string{"node-a", "node-b", "node-c"}
-	l := startLab(t, nodes...)
 	ctx := context.Background()
 	config := mustConfig(t, `{"macvlan":{"master":"`+nic+`"},"range":"10.93.0.0/28","mtu":8000}`)
 	if !strings.Contains(config, `"type":"macvlan"`) {
@@ -36,9 +48,6 @@ func TestMacvlanProbesAtItsMTU(t *testing.T) {
 	probers := map[string]*nodeagent.Prober{}
 	peers := map[string]nodeagent.Peer{}
 	for _, n := range nodes {
-		if err := l.fabric.SetNIC(ctx, n, nic, 9000); err != nil {
-			t.Fatal(err)
-		}
 		sb, addr, err := l.add(t, n, "virt-handler-"+n, config)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +94,7 @@ func TestMacvlanProbesAtItsMTU(t *testing.T) {
 	expect("node-b's ens5 back at 9000, its migration0 still 1500", map[string]string{"node-b>node-a": mtu, "node-b>node-c": mtu})
 }
 
-// TestMacvlanPluginAttaches: what the real macvlan plugin does with migranet's macvlan NADs on
+// testMacvlanPluginAttaches: what the real macvlan plugin does with migranet's macvlan NADs on
 // the lab's nodes, case by case, each next to a neighbour that differs in one thing. Modes bridge,
 // private and vepa all carry full-size DF frames between two nodes (the modes differ only between
 // macvlans of one node's master); an mtu above the master's is refused by the plugin on the node
@@ -94,14 +103,8 @@ func TestMacvlanProbesAtItsMTU(t *testing.T) {
 // value may not ask for it). Catches: a mode accepted by settings that cannot carry node-to-node
 // traffic, an MTU check that settings would have to make (the plugin makes it), a passthru
 // refusal without ground.
-func TestMacvlanPluginAttaches(t *testing.T) {
-	l := startLab(t, "node-a", "node-b", "node-c")
+func testMacvlanPluginAttaches(t *testing.T, l *lab) {
 	ctx := context.Background()
-	for n, mtu := range map[string]int{"node-a": 9000, "node-b": 9000, "node-c": 1500} {
-		if err := l.fabric.SetNIC(ctx, n, nic, mtu); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for i, mode := range []string{"bridge", "private", "vepa"} {
 		t.Run("mode "+mode+" carries node to node", func(t *testing.T) {
 			config := mustConfig(t, fmt.Sprintf(`{"macvlan":{"master":"%s","mode":"%s"},"range":"10.94.%d.0/29","mtu":9000}`, nic, mode, i))
@@ -126,9 +129,9 @@ func TestMacvlanPluginAttaches(t *testing.T) {
 		if _, _, err := l.add(t, "node-b", "m-mtu-b", config); err != nil {
 			t.Errorf("node-b (ens5 at 9000): %v", err)
 		}
-		_, _, err := l.add(t, "node-c", "m-mtu-c", config)
+		_, _, err := l.add(t, "node-d", "m-mtu-d", config)
 		if err == nil || !strings.Contains(err.Error(), "invalid MTU 9000, must be [0, master MTU(1500)]") {
-			t.Errorf("node-c (ens5 at 1500): ADD gave %v, want the plugin's invalid MTU", err)
+			t.Errorf("node-d (ens5 at 1500): ADD gave %v, want the plugin's invalid MTU", err)
 		}
 	})
 	t.Run("master missing on the node", func(t *testing.T) {
@@ -140,11 +143,11 @@ func TestMacvlanPluginAttaches(t *testing.T) {
 	t.Run("passthru holds the master for one pod", func(t *testing.T) {
 		// Written by hand: settings refuses passthru in a value.
 		config := `{"cniVersion":"0.3.1","type":"macvlan","master":"` + nic + `","mode":"passthru","ipam":{"type":"whereabouts","range":"10.97.0.0/29"}}`
-		if _, _, err := l.add(t, "node-c", "m-pt-1", config); err != nil {
-			t.Fatalf("first passthru ADD on node-c: %v", err)
+		if _, _, err := l.add(t, "node-d", "m-pt-1", config); err != nil {
+			t.Fatalf("first passthru ADD on node-d: %v", err)
 		}
-		if _, _, err := l.add(t, "node-c", "m-pt-2", config); err == nil {
-			t.Errorf("a second passthru macvlan on node-c's %s attached", nic)
+		if _, _, err := l.add(t, "node-d", "m-pt-2", config); err == nil {
+			t.Errorf("a second passthru macvlan on node-d's %s attached", nic)
 		}
 	})
 }
