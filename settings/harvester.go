@@ -368,8 +368,11 @@ type harvesterValue struct {
 // HarvesterValue is the value of Harvester's own vm-migration-network setting for n:
 // {"clusterNetwork":...,"vlan":N,"range":R,"exclude":[...]}, exclude omitted when empty, range and
 // excludes canonical. Harvester's value has no MTU: n.MTU is left out (Harvester's network
-// controller puts the uplink's MTU on the NAD instead).
+// controller puts the uplink's MTU on the NAD instead). A macvlan network has none: "".
 func HarvesterValue(n Network) string {
+	if n.Macvlan != nil {
+		return ""
+	}
 	b, err := json.Marshal(harvesterValue{ClusterNetwork: n.ClusterNetwork, VLAN: n.VLAN, Range: n.Range.String(),
 		Exclude: n.Exclude.Strings()})
 	if err != nil { // cannot happen for strings and ints

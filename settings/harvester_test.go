@@ -333,6 +333,9 @@ func TestHarvesterValue(t *testing.T) {
 		`{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24"}`; got != want {
 		t.Errorf("HarvesterValue = %s, want %s", got, want)
 	}
+	if got := HarvesterValue(*mustNetwork(t, macvlanValue)); got != "" {
+		t.Errorf("HarvesterValue of a macvlan network = %s, want none", got)
+	}
 	// Round trip through settings' own parser: the same network but for the MTU Harvester has not.
 	for _, raw := range roundTripValues {
 		n := mustNetwork(t, raw)
