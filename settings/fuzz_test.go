@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,7 +118,10 @@ func checkRender(t *testing.T, a, b *Network) {
 		t.Fatalf("bad NAD name or hash label: %q %q", na.Name, na.Labels[LabelHash])
 	}
 	var cfg struct {
+		Type   string `json:"type"`
 		Bridge string `json:"bridge"`
+		Master string `json:"master"`
+		Mode   string `json:"mode"`
 		IPAM   struct {
 			Range string `json:"range"`
 		} `json:"ipam"`
@@ -125,7 +129,14 @@ func checkRender(t *testing.T, a, b *Network) {
 	if err := json.Unmarshal([]byte(na.Spec.Config), &cfg); err != nil {
 		t.Fatalf("config is not JSON: %v\n%s", err, na.Spec.Config)
 	}
-	if cfg.Bridge != BridgeName(a.ClusterNetwork) || len(cfg.Bridge) > 15 || cfg.IPAM.Range == "" {
+	if a.Macvlan != nil { // the macvlan plugin's config: a master the kernel takes, a mode of the plugin
+		if cfg.Type != "macvlan" || cfg.Bridge != "" || len(ValidateInterfaceName(cfg.Master, field.NewPath("m"))) > 0 ||
+			!slices.Contains(MacvlanModes, cfg.Mode) || cfg.IPAM.Range == "" {
+			t.Fatalf("config %s", na.Spec.Config)
+		}
+		return
+	}
+	if cfg.Type != "bridge" || cfg.Bridge != BridgeName(a.ClusterNetwork) || len(cfg.Bridge) > 15 || cfg.IPAM.Range == "" {
 		t.Fatalf("config %s", na.Spec.Config)
 	}
 }

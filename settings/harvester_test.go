@@ -92,6 +92,7 @@ func TestNetworkFromNAD(t *testing.T) {
 		config string
 		want   Network
 		errs   []wantErr
+		nj     string // the field a NotJudgedError names
 	}{
 		{name: "Harvester's", config: harvesterConfig,
 			want: Network{ClusterNetwork: "mgmt", VLAN: 100, Range: pfx("10.52.0.0/24"), Exclude: Excludes{pfx("10.52.0.1/32")}}},
@@ -113,6 +114,44 @@ func TestNetworkFromNAD(t *testing.T) {
 			`"ipam":{"type":"whereabouts","range":"10.52.0.0/24","network_name":"m"}}`,
 			want: Network{ClusterNetwork: "migration", Range: pfx("10.52.0.0/24")}},
 
+		// macvlan, as OpenShift Virtualization documents its migration network
+		{name: "macvlan, OpenShift's example", config: `{"cniVersion":"0.3.1","name":"my-network","type":"macvlan","mode":"bridge",` +
+			`"master":"eth1","ipam":{"type":"whereabouts","range":"10.200.5.0/24"}}`,
+			want: Network{Range: pfx("10.200.5.0/24"), Macvlan: &Macvlan{Master: "eth1", Mode: "bridge"}}},
+		{name: "macvlan without mode is bridge; mtu and excludes read", config: `{"type":"macvlan","master":"ens5.100","mtu":9000,` +
+			`"ipam":{"type":"whereabouts","range":"192.168.100.0/24","exclude":["192.168.100.9","192.168.100.0/30"]}}`,
+			want: Network{Range: pfx("192.168.100.0/24"), Exclude: Excludes{pfx("192.168.100.0/30"), pfx("192.168.100.9/32")}, MTU: 9000,
+				Macvlan: &Macvlan{Master: "ens5.100", Mode: "bridge"}}},
+		{name: "macvlan private", config: `{"type":"macvlan","master":"bond0","mode":"private","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			want: Network{Range: pfx("10.0.0.0/24"), Macvlan: &Macvlan{Master: "bond0", Mode: "private"}}},
+		{name: "macvlan vepa; the bridge plugin's keys are not read", config: `{"type":"macvlan","master":"bond0","mode":"vepa",` +
+			`"vlan":100,"bridge":7,"ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			want: Network{Range: pfx("10.0.0.0/24"), Macvlan: &Macvlan{Master: "bond0", Mode: "vepa"}}},
+		{name: "macvlan passthru: not judged", config: `{"type":"macvlan","master":"eth1","mode":"passthru","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			nj: "spec.config.mode"},
+		{name: "macvlan without master: not judged (each node's default route)", config: `{"type":"macvlan","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			nj: "spec.config.master"},
+		{name: "macvlan with an empty master: not judged", config: `{"type":"macvlan","master":"","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			nj: "spec.config.master"},
+		{name: "macvlan master in the pod: not judged", config: `{"type":"macvlan","master":"eth1","linkInContainer":true,"ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			nj: "spec.config.linkInContainer"},
+		{name: "macvlan with host-local IPAM: not judged", config: `{"type":"macvlan","master":"eth1","ipam":{"type":"host-local","subnet":"10.0.0.0/24"}}`,
+			nj: "spec.config.ipam.type"},
+		{name: "macvlan without IPAM: no address", config: `{"type":"macvlan","master":"eth1"}`,
+			errs: []wantErr{req("spec.config.ipam", "whereabouts")}},
+		{name: "macvlan master not an interface name", config: `{"type":"macvlan","master":"eth1/x","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			errs: []wantErr{inv("spec.config.master", "eth1/x", "'/'")}},
+		{name: "macvlan master too long", config: `{"type":"macvlan","master":"enp0s31f6.10000x","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			errs: []wantErr{inv("spec.config.master", "16 bytes")}},
+		{name: "macvlan master not a string", config: `{"type":"macvlan","master":5,"ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			errs: []wantErr{typ("spec.config.master", "JSON string")}},
+		{name: "macvlan unknown mode", config: `{"type":"macvlan","master":"eth1","mode":"source","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			errs: []wantErr{{field.ErrorTypeNotSupported, "spec.config.mode", []string{"not a macvlan mode"}}}},
+		{name: "macvlan mtu too large", config: `{"type":"macvlan","master":"eth1","mtu":65000,"ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+			errs: []wantErr{inv("spec.config.mtu", "9216")}},
+		{name: "macvlan range broken", config: `{"type":"macvlan","master":"eth1","ipam":{"type":"whereabouts","range":"10.0.0.7/24"}}`,
+			errs: []wantErr{inv("spec.config.ipam.range", "host bits")}},
+
 		{name: "empty", config: "", errs: []wantErr{req("spec.config", "no CNI configuration")}},
 		{name: "not an object", config: `["bridge"]`, errs: []wantErr{inv("spec.config", "JSON object")}},
 		{name: "malformed JSON", config: `{"type":"bridge",`, errs: []wantErr{inv("spec.config", "not valid JSON")}},
@@ -123,16 +162,24 @@ func TestNetworkFromNAD(t *testing.T) {
 			errs: []wantErr{req("spec.config.ipam", "whereabouts")}},
 		{name: "ipam not an object", config: `{"type":"bridge","bridge":"migration-br","ipam":"whereabouts"}`,
 			errs: []wantErr{typ("spec.config.ipam", "JSON object", "a string")}},
-		{name: "non-whereabouts ipam", config: ipam(`{"type":"host-local","subnet":"10.52.0.0/24"}`),
-			errs: []wantErr{inv("spec.config.ipam.type", "host-local", "not whereabouts"), req("spec.config.ipam.range")}},
+		{name: "non-whereabouts ipam: not judged", config: ipam(`{"type":"host-local","subnet":"10.52.0.0/24"}`),
+			nj: "spec.config.ipam.type"},
 		{name: "ipam without type", config: ipam(`{"range":"10.52.0.0/24"}`),
 			errs: []wantErr{req("spec.config.ipam.type", "whereabouts")}},
-		{name: "non-bridge type", config: `{"type":"macvlan","master":"eth1","ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
-			errs: []wantErr{inv("spec.config.type", "macvlan", "not a bridge"), req("spec.config.bridge")}},
+		{name: "another plugin type: not judged", config: `{"type":"ipvlan","master":"eth1","ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
+			nj: "spec.config.type"},
+		{name: "a plugin list: not judged", config: `{"cniVersion":"0.3.1","name":"m","plugins":[` + harvesterConfig + `]}`,
+			nj: "spec.config.plugins"},
+		{name: "a plugin list whose first member would read: still not judged",
+			config: `{"type":"bridge","bridge":"migration-br","ipam":{"type":"whereabouts","range":"10.52.0.0/24"},"plugins":[{"type":"tuning"}]}`,
+			nj:     "spec.config.plugins"},
+		{name: "the former cnv-bridge name: not judged (not read as bridge)",
+			config: `{"type":"cnv-bridge","bridge":"migration-br","ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
+			nj:     "spec.config.type"},
 		{name: "no type", config: `{"bridge":"migration-br","ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
 			errs: []wantErr{req("spec.config.type", "bridge")}},
-		{name: "bridge without -br", config: `{"type":"bridge","bridge":"br0","ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
-			errs: []wantErr{inv("spec.config.bridge", "br0", "<clusterNetwork>-br")}},
+		{name: "bridge without -br (an nmstate bridge): not judged", config: `{"type":"bridge","bridge":"br0","ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
+			nj: "spec.config.bridge"},
 		{name: "bridge -br alone", config: `{"type":"bridge","bridge":"-br","ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
 			errs: []wantErr{inv("spec.config.bridge", "<clusterNetwork>-br")}},
 		{name: "bridge naming an invalid cluster network", config: `{"type":"bridge","bridge":"Mig_1-br","ipam":{"type":"whereabouts","range":"10.52.0.0/24"}}`,
@@ -163,13 +210,19 @@ func TestNetworkFromNAD(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, errs := networkFromConfig(tc.config, field.NewPath("spec", "config"))
+			got, nj, errs := networkFromConfig(tc.config, field.NewPath("spec", "config"))
 			checkErrs(t, errs, tc.errs)
 			if d := gocmp.Diff(tc.want, got, netipEq); d != "" {
 				t.Errorf("Network (-want +got):\n%s", d)
 			}
+			if gotNJ := njField(nj); gotNJ != tc.nj {
+				t.Errorf("not judged on %q (%v), want %q", gotNJ, nj, tc.nj)
+			}
 			n, err := NetworkFromNAD(harvesterNAD(tc.config))
-			if (err != nil) != (len(tc.errs) > 0) {
+			if _, isNJ := IsNotJudged(err); isNJ != (tc.nj != "") {
+				t.Errorf("NetworkFromNAD error %v: not judged %v, want %v", err, isNJ, tc.nj != "")
+			}
+			if (err != nil) != (len(tc.errs) > 0 || tc.nj != "") {
 				t.Fatalf("NetworkFromNAD error %v, want errors %v", err, tc.errs)
 			}
 			if err != nil && !strings.Contains(err.Error(), "harvester-system/vm-migration-network-x7k2q") {
@@ -196,16 +249,29 @@ var roundTripValues = []string{
 	`{"clusterNetwork":"m","vlan":1,"range":"2001:db8:1::/126","mtu":1280}`,
 }
 
-// TestNetworkFromNADRoundTrip: NetworkFromNAD(RenderNAD(n)) == n for every valid n.
+// macvlanRoundTripValues are valid macvlan values; Harvester's value cannot say them.
+var macvlanRoundTripValues = []string{
+	`{"macvlan":{"master":"ens5"},"range":"192.168.100.0/24","mtu":9000}`,
+	`{"macvlan":{"master":"ens5.100","mode":"private"},"range":"10.52.0.0/16","exclude":["10.52.255.0/24","10.52.0.1"]}`,
+	`{"macvlan":{"master":"bond0","mode":"vepa"},"range":"FD00:100::/64","mtu":1280}`,
+}
+
+// TestNetworkFromNADRoundTrip: NetworkFromNAD(RenderNAD(n)) == n for every valid n (a macvlan
+// value with a cluster network reads back without it: a NAD does not say which nodes).
 func TestNetworkFromNADRoundTrip(t *testing.T) {
-	for _, raw := range roundTripValues {
+	for _, raw := range append(append([]string{`{"macvlan":{"master":"ens5"},"clusterNetwork":"x","range":"192.168.100.0/24"}`},
+		roundTripValues...), macvlanRoundTripValues...) {
 		n := mustNetwork(t, raw)
 		got, err := NetworkFromNAD(RenderNAD(EffectiveOf(n), "kubevirt"))
 		if err != nil {
 			t.Errorf("%s: %v", raw, err)
 			continue
 		}
-		if d := gocmp.Diff(*n, got, netipEq); d != "" {
+		want := *n
+		if want.Macvlan != nil {
+			want.ClusterNetwork = ""
+		}
+		if d := gocmp.Diff(want, got, netipEq); d != "" {
 			t.Errorf("%s: round trip (-want +got):\n%s", raw, d)
 		}
 	}
@@ -223,12 +289,21 @@ func FuzzNetworkFromNAD(f *testing.F) {
 		`{"type":"bridge","bridge":"migration-br","ipam":{"type":"whereabouts","range":"10.52.0.0/30","exclude":["10.52.0.1","10.52.0.2"]}}`} {
 		f.Add(s)
 	}
-	for _, raw := range roundTripValues {
+	for _, raw := range append(append([]string(nil), roundTripValues...), macvlanRoundTripValues...) {
 		f.Add(NADConfig(mustNetwork(f, raw)))
+	}
+	for _, s := range []string{`{"type":"macvlan","master":"eth1","mode":"passthru","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+		`{"type":"macvlan","master":"e\u0000","ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+		`{"type":"macvlan","master":"..","vlan":9,"ipam":{"type":"whereabouts","range":"10.0.0.0/24"}}`,
+		`{"plugins":[],"type":"macvlan"}`, `{"type":"macvlan","linkInContainer":1}`} {
+		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, config string) {
 		nad := harvesterNAD(config)
 		n, err := NetworkFromNAD(nad)
+		if nj, ok := IsNotJudged(err); ok && (nj.NAD == "" || nj.Reason == "" || !strings.HasPrefix(nj.Field, "spec.config")) {
+			t.Fatalf("%q: not judged without its NAD, field or reason: %+v", config, nj)
+		}
 		if err != nil {
 			return
 		}
@@ -258,6 +333,9 @@ func TestHarvesterValue(t *testing.T) {
 		`{"clusterNetwork":"m","vlan":0,"range":"10.0.0.0/24"}`; got != want {
 		t.Errorf("HarvesterValue = %s, want %s", got, want)
 	}
+	if got := HarvesterValue(*mustNetwork(t, macvlanValue)); got != "" {
+		t.Errorf("HarvesterValue of a macvlan network = %s, want none", got)
+	}
 	// Round trip through settings' own parser: the same network but for the MTU Harvester has not.
 	for _, raw := range roundTripValues {
 		n := mustNetwork(t, raw)
@@ -268,4 +346,12 @@ func TestHarvesterValue(t *testing.T) {
 			t.Errorf("%s: HarvesterValue round trip (-want +got):\n%s", raw, d)
 		}
 	}
+}
+
+// njField is the field a NotJudgedError names, "" for none.
+func njField(nj *NotJudgedError) string {
+	if nj == nil {
+		return ""
+	}
+	return nj.Field
 }

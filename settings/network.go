@@ -18,16 +18,20 @@ import (
 // once it is a Network.
 type Network struct {
 	// ClusterNetwork is the Harvester cluster network whose bridge <ClusterNetwork>-br carries
-	// migration traffic.
+	// migration traffic. For a macvlan network it only selects the nodes (their label), "" for
+	// every node that runs virt-handler.
 	ClusterNetwork string
-	// VLAN is the 802.1Q tag, 0 for untagged.
+	// VLAN is the 802.1Q tag, 0 for untagged; always 0 for a macvlan network.
 	VLAN int
 	// Range is the whereabouts range, a masked prefix.
 	Range netip.Prefix
 	// Exclude are the blocks of Range never assigned.
 	Exclude Excludes
-	// MTU of migration0, 0 to inherit the bridge's.
+	// MTU of migration0, 0 to inherit the bridge's (the master's for macvlan).
 	MTU int
+	// Macvlan is set when the macvlan CNI plugin carries the network over a node interface; nil
+	// for Harvester's bridge.
+	Macvlan *Macvlan
 }
 
 // Excludes are a network's excluded blocks: masked prefixes of the range's family, inside it and
@@ -79,10 +83,21 @@ type canonicalJSON struct {
 // exclude omitted when zero or empty, range and excludes in netip's spelling (lower-case,
 // compressed IPv6; a bare IP exclude is its /32 or /128), excludes in canonical order. Whitespace,
 // key order, exclude order, bare-IP vs /32 spelling and omitted vs zero vlan/mtu of the value it
-// was parsed from do not change it. A nil receiver returns nil.
+// was parsed from do not change it. A macvlan network is
+// {"macvlan":{"master":M,"mode":D},"clusterNetwork":C,"range":R,"exclude":[...],"mtu":N}: mode
+// always written ("bridge" for an omitted one), clusterNetwork omitted when empty, no vlan; a
+// bridge network's bytes are what they were before macvlan existed. A nil receiver returns nil.
 func (n *Network) Canonical() []byte {
 	if n == nil {
 		return nil
+	}
+	if n.Macvlan != nil {
+		b, err := json.Marshal(canonicalMacvlanJSON{Macvlan: MacvlanValue{Master: n.Macvlan.Master, Mode: n.Macvlan.Mode},
+			ClusterNetwork: n.ClusterNetwork, Range: n.Range.String(), Exclude: n.Exclude.Strings(), MTU: n.MTU})
+		if err != nil { // cannot happen for strings and ints
+			return nil
+		}
+		return b
 	}
 	b, err := json.Marshal(canonicalJSON{ClusterNetwork: n.ClusterNetwork, VLAN: n.VLAN, Range: n.Range.String(),
 		Exclude: n.Exclude.Strings(), MTU: n.MTU})
@@ -103,13 +118,23 @@ func (n *Network) Hash() string {
 
 // Summary is a short human form for `kubectl get`, e.g.
 // "migration vlan 100 192.168.100.0/24 (-1) mtu 9000": cluster network, "vlan N" or "untagged",
-// range, "(-N)" when N exclude entries are set, "mtu N" when set. A nil receiver is "disabled".
+// range, "(-N)" when N exclude entries are set, "mtu N" when set. A macvlan network starts
+// "macvlan <master>", then its mode when not bridge and "on <cluster network>" when one is set:
+// "macvlan ens5 192.168.100.0/24 mtu 9000". A nil receiver is "disabled".
 func (n *Network) Summary() string {
 	if n == nil {
 		return "disabled"
 	}
 	parts := []string{n.ClusterNetwork}
-	if n.VLAN != 0 {
+	if n.Macvlan != nil {
+		parts = []string{"macvlan", n.Macvlan.Master}
+		if n.Macvlan.Mode != MacvlanModeBridge {
+			parts = append(parts, n.Macvlan.Mode)
+		}
+		if n.ClusterNetwork != "" {
+			parts = append(parts, "on", n.ClusterNetwork)
+		}
+	} else if n.VLAN != 0 {
 		parts = append(parts, fmt.Sprintf("vlan %d", n.VLAN))
 	} else {
 		parts = append(parts, "untagged")

@@ -59,7 +59,7 @@ func checkRaw(raw string, fld *field.Path) *valueCheck {
 // keep appends to errs those of more that are not on a field that failed to decode.
 func (c *valueCheck) keep(errs, more field.ErrorList) field.ErrorList {
 	for _, e := range more {
-		if !c.bad[e.Field] && !c.bad[parentList(e.Field)] {
+		if !c.bad[e.Field] && !c.bad[parentList(e.Field)] && !c.underBadMember(e.Field) {
 			errs = append(errs, e)
 		}
 	}
@@ -74,6 +74,21 @@ func (c *valueCheck) judge(cl *Cluster) (field.ErrorList, []string) {
 	cerrs, cwarns := c.value.againstCluster(cl, c.fld)
 	errs := c.keep(append(field.ErrorList(nil), c.errs...), cerrs)
 	return BoundErrors(errs), BoundWarnings(append(append([]string(nil), c.value.warns...), cwarns...))
+}
+
+// underBadMember reports whether path lies under a member of the value that failed to decode
+// (value.macvlan.master under value.macvlan); the value's own path does not count.
+func (c *valueCheck) underBadMember(path string) bool {
+	root := c.fld.String()
+	for p := path; ; {
+		i := strings.LastIndexByte(p, '.')
+		if i <= len(root) {
+			return false
+		}
+		if p = p[:i]; c.bad[p] {
+			return true
+		}
+	}
 }
 
 // parentList strips a trailing [i] index from a field path string.

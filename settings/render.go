@@ -83,9 +83,21 @@ type ipamConf struct {
 // plugin treats a missing vlan and vlan 0 alike: no tagging), mtu when 0 (inherit), exclude when
 // empty. Range and excludes are the typed value's, in canonical form and order, so the bytes
 // depend only on the canonical value.
+//
+// A macvlan network renders {"cniVersion":"0.3.1","type":"macvlan","master":M,"mode":D,"mtu":N,
+// "ipam":{...}} (mtu omitted when 0: the master's), the IPAM alike.
 func NADConfig(n *Network) string {
 	if n == nil {
 		return ""
+	}
+	if n.Macvlan != nil {
+		b, err := json.Marshal(macvlanConf{CNIVersion: cniVersion, Type: cniMacvlanType, Master: n.Macvlan.Master,
+			Mode: n.Macvlan.Mode, MTU: n.MTU,
+			IPAM: ipamConf{Type: ipamWhere, Range: n.Range.String(), Exclude: n.Exclude.Strings()}})
+		if err != nil { // cannot happen for strings and ints
+			return ""
+		}
+		return string(b)
 	}
 	b, err := json.Marshal(bridgeConf{
 		CNIVersion:  cniVersion,

@@ -167,9 +167,11 @@ func (u Uplinks) CheckHarvesterUplinks(n *Network, fld *field.Path) field.ErrorL
 
 // CheckUplinkMTU judges the mtu of migranet's own value n against the VlanConfigs of its cluster
 // network: no uplink may be smaller; error on fld.mtu. An mtu of 0 (the bridge's), a nil n, or no
-// VlanConfig of n's cluster network is not judged.
+// VlanConfig of n's cluster network is not judged; nor is a macvlan network, whose frames leave by
+// its master, not by the cluster network's uplink (the macvlan plugin itself refuses an mtu above
+// the master's when it attaches a pod).
 func (u Uplinks) CheckUplinkMTU(n *Network, fld *field.Path) field.ErrorList {
-	if n == nil || n.MTU == 0 {
+	if n == nil || n.MTU == 0 || n.Macvlan != nil {
 		return nil
 	}
 	var smaller []Uplink

@@ -56,6 +56,10 @@ func TestUplinkChecks(t *testing.T) {
 				vc("vc-a", "migration", 1500, "w1")}},
 			want: []wantErr{inv("value.mtu", "VlanConfigs vc-c (MTU 1400; nodes w3, w4), vc-a (MTU 1500; node w1)",
 				"lower mtu to 1400, or raise spec.uplink.linkAttributes.mtu of those VlanConfigs to 9000")}},
+		{name: "a macvlan network's frames leave by its master, not the cluster network's uplink",
+			n:     &Network{ClusterNetwork: "migration", MTU: 9000, Macvlan: &Macvlan{Master: "ens5", Mode: "bridge"}},
+			fault: "a macvlan value refused for the MTU of VlanConfigs its frames never cross",
+			up:    Uplinks{VlanConfigs: []Uplink{vc("vc-a", "migration", 1500, "w1")}}},
 		{name: "nil network", n: nil, harvester: true, fault: "a disabled or invalid value is judged",
 			up: Uplinks{VlanConfigs: []Uplink{vc("vc-a", "migration", 9000), vc("vc-b", "migration", 1500)}}},
 	}

@@ -74,12 +74,15 @@ type checkedValue struct {
 // (keyPaths), or where a NAD's CNI configuration holds the same facts (NetworkFromNAD).
 type valuePaths struct {
 	clusterNetwork, vlan, rng, exclude, mtu *field.Path
+	// master and mode of a macvlan network.
+	master, mode *field.Path
 }
 
 // keyPaths are the setting value's own keys under fld.
 func keyPaths(fld *field.Path) valuePaths {
 	return valuePaths{clusterNetwork: fld.Child(keyClusterNetwork), vlan: fld.Child(keyVLAN), rng: fld.Child(keyRange),
-		exclude: fld.Child(keyExclude), mtu: fld.Child(keyMTU)}
+		exclude: fld.Child(keyExclude), mtu: fld.Child(keyMTU),
+		master: fld.Child(keyMacvlan, keyMaster), mode: fld.Child(keyMacvlan, keyMode)}
 }
 
 // checkValue runs the checks of the value itself; it parses each string of m exactly once.
@@ -91,11 +94,22 @@ func checkValue(m *MigrationNetwork, fld *field.Path) *checkedValue {
 func checkValueAt(m *MigrationNetwork, p valuePaths) *checkedValue {
 	v := &checkedValue{rawRange: m.Range, nExclude: len(m.Exclude)}
 	cnPath, rangePath := p.clusterNetwork, p.rng
-	cnErrs := validateClusterNetwork(m.ClusterNetwork, cnPath)
-	v.clusterNetworkOK = len(cnErrs) == 0
-	v.errs = append(v.errs, cnErrs...)
-	vlanErrs := validateVLAN(m.VLAN, m.ClusterNetwork, p.vlan)
-	v.errs = append(v.errs, vlanErrs...)
+	var mac *Macvlan
+	if m.Macvlan != nil {
+		// A macvlan network: the master and mode, no VLAN tag; the cluster network only selects
+		// nodes, and may be left out (every node that runs virt-handler is then eligible).
+		var merrs field.ErrorList
+		mac, merrs = validateMacvlan(m.Macvlan, m.VLAN, p)
+		v.errs = append(v.errs, merrs...)
+	}
+	if m.Macvlan == nil || m.ClusterNetwork != "" {
+		cnErrs := validateClusterNetwork(m.ClusterNetwork, cnPath)
+		v.clusterNetworkOK = len(cnErrs) == 0
+		v.errs = append(v.errs, cnErrs...)
+	}
+	if m.Macvlan == nil {
+		v.errs = append(v.errs, validateVLAN(m.VLAN, m.ClusterNetwork, p.vlan)...)
+	}
 	rng, rerrs := validateRange(m.Range, rangePath)
 	v.errs = append(v.errs, rerrs...)
 	if rng.usable {
@@ -123,7 +137,7 @@ func checkValueAt(m *MigrationNetwork, p valuePaths) *checkedValue {
 			v.countable = true
 		}
 	}
-	v.net = Network{MTU: m.MTU, VLAN: m.VLAN, Range: rng.prefix, Exclude: Excludes(excl)}
+	v.net = Network{MTU: m.MTU, VLAN: m.VLAN, Range: rng.prefix, Exclude: Excludes(excl), Macvlan: mac}
 	if v.clusterNetworkOK {
 		v.net.ClusterNetwork = m.ClusterNetwork
 	}

@@ -18,8 +18,12 @@ type MigrationNetwork struct {
 	Range string `json:"range"`
 	// Exclude lists CIDRs or single IPs of Range that are never assigned.
 	Exclude []string `json:"exclude,omitempty"`
-	// MTU of migration0, 0 to inherit the bridge's.
+	// MTU of migration0, 0 to inherit the bridge's (the master's for macvlan).
 	MTU int `json:"mtu,omitempty"`
+	// Macvlan, when set, carries the network with the macvlan CNI plugin over a named node
+	// interface instead of Harvester's bridge: ClusterNetwork is then optional (set, it still
+	// selects the nodes by their label) and VLAN must be 0.
+	Macvlan *MacvlanValue `json:"macvlan,omitempty"`
 }
 
 // JSON keys of a MigrationNetwork value.
@@ -33,7 +37,7 @@ const (
 
 const exampleValue = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
 
-var migrationNetworkKeys = []string{keyClusterNetwork, keyVLAN, keyRange, keyExclude, keyMTU}
+var migrationNetworkKeys = []string{keyClusterNetwork, keyVLAN, keyRange, keyExclude, keyMTU, keyMacvlan}
 
 // ParseMigrationNetwork strictly decodes a vm-migration-network value. An empty or whitespace-only
 // raw means the migration network is disabled and returns nil, nil.
@@ -69,6 +73,10 @@ func ParseMigrationNetwork(raw string, fld *field.Path) (*MigrationNetwork, fiel
 			var lerrs field.ErrorList
 			m.Exclude, lerrs = decodeStringList(mem.raw, p, `"192.168.100.1/32"`)
 			errs = append(errs, lerrs...)
+		case keyMacvlan:
+			var merrs field.ErrorList
+			m.Macvlan, merrs = decodeMacvlan(mem.raw, p)
+			errs = append(errs, merrs...)
 		default:
 			err = unknownKey(p, mem.key)
 		}

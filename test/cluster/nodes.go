@@ -47,6 +47,16 @@ type NodeSpec struct {
 // default when the VlanConfig sets none.
 const UplinkMTUAnnotationPrefix = "uplink-mtu.sim.migranet.io/"
 
+// LabNIC is the network interface every node of a local cluster has on the lab switch, with the
+// same name everywhere and enslaved to nothing: what a macvlan value names as its master (an
+// OpenShift node's spare NIC). Its MTU is the node annotation NICMTUAnnotationPrefix+LabNIC.
+const LabNIC = "ens5"
+
+// NICMTUAnnotationPrefix + <interface> on a Node is the MTU of that NIC (LabNIC), which the node
+// network agent stand-in sets (sim.HarvesterAgent); absent: 1500. NodeObject writes the node's
+// UplinkMTU there too.
+const NICMTUAnnotationPrefix = "nic-mtu.sim.migranet.io/"
+
 // DefaultUplinkMTU is the uplink MTU of the environment's nodes: jumbo frames, as a dedicated
 // migration network is usually built (and Harvester's maximum, utils.MaxMTU).
 const DefaultUplinkMTU = 9000
@@ -84,6 +94,7 @@ func NodeObject(s NodeSpec) *corev1.Node {
 	if mtu == 0 {
 		mtu = DefaultUplinkMTU
 	}
+	annotations[NICMTUAnnotationPrefix+LabNIC] = strconv.Itoa(mtu)
 	for _, cn := range s.ClusterNetworks {
 		labels[settings.ClusterNetworkLabelPrefix+cn] = "true"
 		annotations[UplinkMTUAnnotationPrefix+cn] = strconv.Itoa(mtu)

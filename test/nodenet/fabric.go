@@ -121,6 +121,54 @@ func (f *Fabric) SetUplink(ctx context.Context, node, cn string, mtu int) error 
 	return nil
 }
 
+// nicSegment is the fabric's key of NIC nic's switch segment (apart from every cluster network's).
+func nicSegment(nic string) string { return "nic/" + nic }
+
+// SetNIC gives node a network interface named nic in its host namespace, joined to a switch
+// bridge of its own that every node's nic is joined to, at mtu (both ends): a plain NIC on the lab
+// switch, enslaved to nothing, as a macvlan master is (the macvlan plugin's master, by name, the
+// same on every node; a bridge port cannot be one: the kernel refuses a second rx handler). Called
+// again, it only changes the MTU, which the kernel passes on to the macvlans on it whose MTU is
+// larger (macvlan_device_event, NETDEV_CHANGEMTU).
+func (f *Fabric) SetNIC(ctx context.Context, node, nic string, mtu int) error {
+	if _, err := f.AddNode(ctx, node); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seg := nicSegment(nic)
+	if _, ok := f.nets[seg]; !ok {
+		f.nets[seg] = len(f.nets)
+	}
+	sw, host := string(f.Switch()), string(f.Host(node))
+	swBridge, port, m := "s"+strconv.Itoa(f.nets[seg]), f.switchPort(node, seg), strconv.Itoa(mtu)
+	if ip(ctx, "-n", sw, "link", "show", swBridge) != nil {
+		if err := ip(ctx, "-n", sw, "link", "add", swBridge, "type", "bridge"); err != nil {
+			return err
+		}
+		if err := ip(ctx, "-n", sw, "link", "set", swBridge, "mtu", "65000", "up"); err != nil {
+			return err
+		}
+	}
+	if ip(ctx, "-n", host, "link", "show", nic) != nil {
+		if err := ip(ctx, "-n", host, "link", "add", nic, "type", "veth", "peer", "name", port, "netns", sw); err != nil {
+			return err
+		}
+		if err := ip(ctx, "-n", sw, "link", "set", port, "master", swBridge, "up"); err != nil {
+			return err
+		}
+	}
+	for _, step := range [][]string{ // gso_max_segs 1 as for an uplink (SetUplink)
+		{"-n", sw, "link", "set", port, "mtu", m, "gso_max_segs", "1"},
+		{"-n", host, "link", "set", nic, "mtu", m, "gso_max_segs", "1", "up"},
+	} {
+		if err := ip(ctx, step...); err != nil {
+			return fmt.Errorf("NIC %s on %s: %w", nic, node, err)
+		}
+	}
+	return nil
+}
+
 // RemoveUplink takes node off cluster network cn's switch: its uplink goes, its bridge stays with
 // whatever ports the pods have on it, which then reach only each other.
 func (f *Fabric) RemoveUplink(ctx context.Context, node, cn string) error {

@@ -111,6 +111,8 @@ type Link struct {
 	// Sandbox is the pod sandbox's network namespace when the real plugins made the link, ""
 	// when it is simulated.
 	Sandbox nodenet.NS
+	// Master is the node interface of a macvlan link; "" for a bridge port.
+	Master string
 	// TagSimulated: the config asks for a VLAN tag, which this kernel cannot apply (no 802.1Q):
 	// the real plugins made the link untagged and VLAN says which tag it stands for.
 	TagSimulated bool

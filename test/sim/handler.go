@@ -189,7 +189,7 @@ func (h *VirtHandlerStandIn) path(ctx context.Context, source, target string) (P
 		if err := h.Client.Get(ctx, client.ObjectKey{Name: node}, n); client.IgnoreNotFound(err) != nil {
 			return PathVerdict{}, err
 		}
-		sides[i].Migration0, sides[i].Uplink = &link, NodeUplink(n, link.Bridge)
+		sides[i].Migration0, sides[i].Uplink = &link, LinkUplink(n, link)
 	}
 	return WirePath(ctx, sides[0], sides[1]), nil
 }

@@ -332,7 +332,7 @@ func (r *Multus) del(ctx context.Context, sb *sandbox, a attachment) error {
 	return err
 }
 
-// allocate runs the NAD's bridge plugin ADD (ParseBridgeConf: a VLAN outside 0–4094 fails it
+// allocate runs the NAD's bridge or macvlan plugin ADD (ParseLinkConf: a VLAN outside 0–4094 fails it
 // before any address is taken, as loadNetConf runs before IPAM) and asks whereabouts for an
 // address of its range for the pod's interface.
 func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name, containerID, ifName string) (Link, WhereaboutsRange, error) {
@@ -343,7 +343,7 @@ func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name,
 		}
 		return Link{}, WhereaboutsRange{}, err
 	}
-	br, err := ParseBridgeConf(nad.Spec.Config)
+	lc, err := ParseLinkConf(nad.Spec.Config)
 	if err != nil {
 		return Link{}, WhereaboutsRange{}, err
 	}
@@ -355,7 +355,7 @@ func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name,
 	if err != nil {
 		return Link{}, WhereaboutsRange{}, fmt.Errorf("error at storage engine: %w", err)
 	}
-	link := Link{NAD: namespace + "/" + name, BridgeConf: br, Addr: ip, Prefix: rng.Prefix}
+	link := Link{NAD: namespace + "/" + name, BridgeConf: lc.BridgeConf, Master: lc.Master, Addr: ip, Prefix: rng.Prefix}
 	return link, rng, nil
 }
 

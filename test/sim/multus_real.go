@@ -53,11 +53,12 @@ func (r *Multus) realAttach(ctx context.Context, sb *sandbox, namespace, name, i
 	if !ok {
 		return attachment{}, fmt.Errorf("the plugin returned no address for %s", ifName)
 	}
-	br, err := ParseBridgeConf(nad.Spec.Config)
+	lc, err := ParseLinkConf(nad.Spec.Config)
 	if err != nil {
 		return attachment{}, err
 	}
-	link := Link{NAD: network, BridgeConf: br, Addr: addr.Addr(), Prefix: addr.Masked(), Mac: mac, Sandbox: sb.netns, TagSimulated: tagged}
+	link := Link{NAD: network, BridgeConf: lc.BridgeConf, Master: lc.Master, Addr: addr.Addr(), Prefix: addr.Masked(), Mac: mac,
+		Sandbox: sb.netns, TagSimulated: tagged}
 	return attachment{ifName: ifName, link: link, network: network, config: config}, nil
 }
 

@@ -89,18 +89,21 @@ func (n *NodeNetworks) Close(ctx context.Context) error {
 // node's <cn>-br bridge and its uplink to the switch exist, with the MTU of the node annotation
 // cluster.UplinkMTUAnnotationPrefix+cn (DefaultUplinkMTU without one); without the label the
 // uplink is taken away (the bridge stays with the pods' ports on it, reaching only each other). A spec changes a node's networks the way an admin changes a VlanConfig: through
-// those labels and annotations.
+// those labels and annotations. Every node also has the lab's plain NIC cluster.LabNIC (a macvlan
+// master) at the MTU of its annotation cluster.NICMTUAnnotationPrefix+LabNIC (DefaultUplinkMTU
+// without one), as an OpenShift node has a spare NIC whatever Harvester would do.
 type HarvesterAgent struct {
 	Client client.Client
 	Nodes  *NodeNetworks
 
 	mu      sync.Mutex
 	carried map[string]map[string]bool // node → cluster networks set up there
+	nicMTU  map[string]int             // node → the MTU its LabNIC was last set to
 }
 
 // SetupWithManager registers the agent with a manager.
 func (a *HarvesterAgent) SetupWithManager(mgr ctrl.Manager) error {
-	a.carried = map[string]map[string]bool{}
+	a.carried, a.nicMTU = map[string]map[string]bool{}, map[string]int{}
 	return ctrl.NewControllerManagedBy(mgr).Named("sim-harvester-agent").For(&corev1.Node{}).Complete(a)
 }
 
@@ -113,10 +116,14 @@ func (a *HarvesterAgent) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		a.mu.Lock()
 		delete(a.carried, req.Name)
+		delete(a.nicMTU, req.Name)
 		a.mu.Unlock()
 		return reconcile.Result{}, a.Nodes.removeNode(ctx, req.Name)
 	}
 	if _, err := a.Nodes.Node(ctx, node.Name); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := a.setNIC(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
 	want := map[string]int{}
@@ -149,4 +156,22 @@ func (a *HarvesterAgent) Reconcile(ctx context.Context, req reconcile.Request) (
 	a.carried[node.Name] = now
 	a.mu.Unlock()
 	return reconcile.Result{}, nil
+}
+
+// setNIC gives node its LabNIC at the MTU of its annotation, unless it already has it.
+func (a *HarvesterAgent) setNIC(ctx context.Context, node *corev1.Node) error {
+	mtu := NodeNICMTU(node, cluster.LabNIC)
+	a.mu.Lock()
+	done := a.nicMTU[node.Name] == mtu
+	a.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := a.Nodes.Fabric.SetNIC(ctx, node.Name, cluster.LabNIC, mtu); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.nicMTU[node.Name] = mtu
+	a.mu.Unlock()
+	return nil
 }

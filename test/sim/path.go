@@ -57,7 +57,7 @@ func MigrationPath(src, dst Side) PathVerdict {
 	switch {
 	case s == nil:
 		return broken("no route to host %s: the source node %s's virt-handler has no migration0, so the target's migration address goes to the pod network", d.Addr, src.Node)
-	case s.Bridge != d.Bridge || s.VLAN != d.VLAN:
+	case s.Bridge != d.Bridge || s.VLAN != d.VLAN || s.Master != d.Master:
 		return broken("no route to host %s: the source node %s's migration0 is on bridge %s VLAN %d (%s), the target node %s's on bridge %s VLAN %d (%s)",
 			d.Addr, src.Node, s.Bridge, s.VLAN, s.NAD, dst.Node, d.Bridge, d.VLAN, d.NAD)
 	case !s.Prefix.Contains(d.Addr):

@@ -25,7 +25,8 @@ func sourceOffNetwork(in *CreateInput) string {
 			return ""
 		}
 		return fmt.Sprintf("VirtualMachineInstance %s/%s runs on %s, which does not carry the cluster network %s (label %s%s=true): "+
-			"its virt-handler's migration0 sits on a bridge with no uplink, so the migration cannot leave the node; "+
+			"the setting's network is selected by that label, so the node is outside it (a bridge network's migration0 there sits on a bridge with no uplink), "+
+			"and the migration cannot leave the node over it; "+
 			"attach %s to the cluster network %s, or clear the setting %s to migrate over the pod network",
 			in.VMI.Namespace, in.VMI.Name, source, cn, settings.ClusterNetworkLabelPrefix, cn, source, cn, v1beta1.MigrationNetwork)
 	}
