@@ -36,14 +36,14 @@ func handoff(t *testing.T, path PathVerdict, mode string) []write {
 	h := &VirtHandlerStandIn{MigrationTime: 0}
 	var out []write
 	for range 20 {
-		side, patch := "source", sourceStep(vmi, vmim, path, h.MigrationTime)
+		side, patch := "source", sourceStep(vmi, vmim, path, nil, h.MigrationTime)
 		if patch == nil {
 			if vmi.Labels[kubevirtv1.MigrationTargetNodeNameLabel] != "n2" {
 				return out
 			}
 			var err error
 			side = "target"
-			if patch, _, err = h.targetStep(t.Context(), vmi, vmim, path); err != nil {
+			if patch, _, err = h.targetStep(t.Context(), vmi, vmim, path, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -140,7 +140,7 @@ func TestFailureReasons(t *testing.T) {
 		MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "n1", TargetNodeAddress: "192.168.100.3",
 			StartTimestamp: &metav1.Time{Time: time.Now().Add(-time.Minute)}, TargetNodeDomainDetected: true}}}
 	reason := func(p PathVerdict) string {
-		patch := sourceStep(vmi, vmim, p, time.Second)
+		patch := sourceStep(vmi, vmim, p, nil, time.Second)
 		if patch == nil {
 			return ""
 		}
