@@ -415,7 +415,7 @@ func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.Vir
 			return nil, time.Second, nil // the target's virt-handler is not running yet
 		}
 		return p, 0, err
-	case ms.StartTimestamp == nil || vmim == nil || path.Broken:
+	case ms.StartTimestamp == nil || vmim == nil || (rep == nil && path.Broken):
 		return nil, 0, nil
 	case ms.EndTimestamp != nil:
 		return migrationState(map[string]any{"completed": true}), 0, nil
