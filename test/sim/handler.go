@@ -157,7 +157,11 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 		return "", nil, 0, nil
 	}
 	ms := st.MigrationState
-	h.dropStreams(vmi, ms.MigrationUID)
+	if keep := ms.MigrationUID; ms.Completed || ms.Failed {
+		h.dropStreams(vmi, "") // ended: StopTargetListener, StopSourceListener
+	} else {
+		h.dropStreams(vmi, keep)
+	}
 	var vmim *kubevirtv1.VirtualMachineInstanceMigration
 	if !ms.Completed && !ms.Failed {
 		var err error
@@ -240,7 +244,12 @@ func (h *VirtHandlerStandIn) runStream(ctx context.Context, s *Stream, vmi *kube
 			s.Start(src.Migration0.Sandbox, src.Migration0.Addr, target, plan, opts, MigrationDataGB(memory))
 		}
 	}
-	return s.Report()
+	r := s.Report()
+	if (r.Done || r.Failure != "") && s.logEnd() {
+		ctrl.LoggerFrom(ctx).Info("stream ended", "migration", ms.MigrationUID, "delivered", r.Delivered, "sent", r.Sent,
+			"done", r.Done, "failure", r.Failure, "took", r.Took.String())
+	}
+	return r
 }
 
 // rate reads a quantity-per-second annotation of the scenario; without one (or with one that does

@@ -88,6 +88,9 @@ type Stream struct {
 	conns     []net.Conn
 	started   bool
 	closed    bool
+	logged    bool
+	began     time.Time
+	endedAt   time.Time
 	connected bool // the target accepted the memory stream (the domain reached it)
 	done      bool // every round delivered
 	failure   string
@@ -105,6 +108,8 @@ type StreamReport struct {
 	Mode kubevirtv1.MigrationMode
 	// Delivered and Sent are the bytes that crossed and that the source wrote.
 	Delivered, Sent int64
+	// Took is the time from the start to the end (so far, while it runs).
+	Took time.Duration
 }
 
 // ListenStream opens the target's listeners in sandbox ns on addr, one per key (0 and
@@ -174,7 +179,7 @@ func (s *Stream) Start(ns nodenet.NS, src, target netip.Addr, plan StreamPlan, o
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.started, s.cancel, s.plan = true, cancel, plan
+	s.started, s.cancel, s.plan, s.began = true, cancel, plan, time.Now()
 	s.target.Store(plan.Memory)
 	go s.run(ctx, ns, src, target)
 	go s.monitor(ctx, NewMonitor(opts, dataGB, time.Now()))
@@ -194,8 +199,24 @@ func (s *Stream) SetMode(m kubevirtv1.MigrationMode) {
 func (s *Stream) Report() StreamReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return StreamReport{Started: s.started, Connected: s.connected, Done: s.done, Failure: s.failure, Mode: s.mode,
+	r := StreamReport{Started: s.started, Connected: s.connected, Done: s.done, Failure: s.failure, Mode: s.mode,
 		Delivered: s.delivered.Load(), Sent: s.sent.Load()}
+	if s.started {
+		r.Took = time.Since(s.began)
+		if !s.endedAt.IsZero() {
+			r.Took = s.endedAt.Sub(s.began)
+		}
+	}
+	return r
+}
+
+// logEnd reports true the first time it is called: the stand-in logs a stream's end once.
+func (s *Stream) logEnd() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := !s.logged
+	s.logged = true
+	return first
 }
 
 // Abort ends the stream (the abort virt-controller requested, or the monitor's): its connections
@@ -211,7 +232,7 @@ func (s *Stream) Abort() bool {
 	}
 	s.failure = "Live migration aborted "
 	s.stopLocked()
-	s.endOnce.Do(func() { close(s.ended) })
+	s.endOnce.Do(func() { s.endedAt = time.Now(); close(s.ended) })
 	return true
 }
 
@@ -248,7 +269,7 @@ func (s *Stream) finish(reason string) {
 		s.failure = reason
 		s.stopLocked()
 	}
-	s.endOnce.Do(func() { close(s.ended) })
+	s.endOnce.Do(func() { s.endedAt = time.Now(); close(s.ended) })
 }
 
 // run dials and sends the rounds. A dial or write that fails ends the migration as libvirt's
