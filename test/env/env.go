@@ -1,6 +1,7 @@
 package env
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -76,6 +77,11 @@ type Options struct {
 	HCO bool
 	// ManagerArgs are added to every replica's arguments (e.g. --hco=off).
 	ManagerArgs []string
+	// HandlerBandwidth caps each migration's stream between real migration0 links, in bytes per
+	// second, and HandlerDirtyRate is how fast the guests dirty memory while they migrate
+	// (sim.VirtHandlerStandIn.StreamBandwidth, DirtyRate); HandlerStreamBandwidth and
+	// HandlerDirtyRate when 0.
+	HandlerBandwidth, HandlerDirtyRate int64
 }
 
 // DefaultProbeArgs make the local cluster's probe agents quicker than the DaemonSet's 20 s: a
@@ -103,6 +109,7 @@ type Env struct {
 	HCO          *sim.HCOKubeVirtHandler
 	kubeVirtName string
 	managerArgs  []string
+	stream      [2]int64 // the stand-in's stream bandwidth and dirty rate
 	stopSims    context.CancelFunc
 	simsDone    chan struct{}
 	release     Release // what Reinstall applies
@@ -143,7 +150,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e := &Env{Cluster: c, progress: opts.Progress, release: opts.Release, harvester: opts.Harvester,
-		kubeVirtName: cluster.KubeVirtName, managerArgs: opts.ManagerArgs}
+		kubeVirtName: cluster.KubeVirtName, managerArgs: opts.ManagerArgs,
+		stream: [2]int64{cmp.Or(opts.HandlerBandwidth, HandlerStreamBandwidth), cmp.Or(opts.HandlerDirtyRate, HandlerDirtyRate)}}
 	defer func() {
 		if err != nil {
 			e.Stop()
@@ -213,8 +221,17 @@ func (e *Env) Stop() {
 	e.Cluster.Stop()
 }
 
-// HandlerMigrationTime is how long the virt-handler stand-in lets a migration run.
+// HandlerMigrationTime is how long the virt-handler stand-in lets a migration run whose path the
+// model judges (simulated node networks, the pod network, simulated VLAN tags).
 const HandlerMigrationTime = 500 * time.Millisecond
+
+// The suites' stream defaults: a 128Mi VMI streams its memory in about half a second (128 MiB at
+// 256 MiB/s, then the 2 MiB it dirtied meanwhile), about as long as HandlerMigrationTime, so the
+// suites' many migrations cost about what they did before the streams.
+const (
+	HandlerStreamBandwidth int64 = 256 << 20
+	HandlerDirtyRate       int64 = 4 << 20
+)
 
 // startSimulators runs the virt-operator and Multus simulators in this process, and the
 // virt-handler stand-in when KubeVirt's controllers run. simulated says why the node networks
@@ -277,7 +294,8 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, s
 	}
 	if handler {
 		standIn := &sim.VirtHandlerStandIn{Client: mgr.GetClient(), Clientset: e.Clientset, Config: e.Config,
-			Namespace: cluster.KubeVirtNamespace, MigrationTime: HandlerMigrationTime, Links: multus}
+			Namespace: cluster.KubeVirtNamespace, MigrationTime: HandlerMigrationTime, Links: multus,
+			StreamBandwidth: e.stream[0], DirtyRate: e.stream[1]}
 		if err := standIn.SetupWithManager(mgr); err != nil {
 			return err
 		}

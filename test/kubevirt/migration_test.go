@@ -160,7 +160,9 @@ var _ = Describe("KubeVirt's own virt-api and virt-controller beside migranet", 
 			g.Expect(ms).NotTo(BeNil())
 			g.Expect(ms.Mode).To(Equal(kubevirtv1.MigrationPostCopy))
 		}).WithTimeout(framework.Long).Should(Succeed())
-		Expect(migrationPhase(ctx, ns, "pc")).To(Equal(string(kubevirtv1.MigrationRunning)))
+		// virt-controller moves the migration's phase from the VMI's status on its own time.
+		Eventually(migrationPhase).WithContext(ctx).WithArguments(ns, "pc").
+			WithTimeout(framework.Short).Should(Equal(string(kubevirtv1.MigrationRunning)))
 
 		_, stderr, err = f.Kubectl("", "delete", "vmim", "-n", ns, "pc", "--wait=false")
 		Expect(err).To(HaveOccurred())

@@ -11,13 +11,15 @@
 //     Degraded all True) while a changed configuration rolls virt-handler, AllComponentsReady once
 //     every virt-handler pod is updated and ready; targetDeploymentID / observedDeploymentID
 //     follow the rendered template.
+//
 //   - With real node networks (NodeNetworks, package nodenet; as root), Multus stands in for
 //     Multus's kubelet side only: it gives each sandbox a network namespace and runs the real
 //     bridge and whereabouts plugins (multus_real.go) — CNI ADD of each NAD's spec.config on
 //     sandbox creation, DEL on graceful delete, none for a vanished pod; a failed ADD undone with
 //     DEL and reported with the plugin's error in FailedCreatePodSandBox. HarvesterAgent keeps each
-//     node's <cn>-br bridge and uplink (nodenetworks.go), and the virt-handler stand-in probes a
-//     migration's path over the wire (WirePath). Without them, everything below is simulated.
+//     node's <cn>-br bridge and uplink (nodenetworks.go), and the virt-handler stand-in streams a
+//     migration's memory over the wire (Stream). Without them, everything below is simulated.
+//
 //   - Multus stands in for Multus + the bridge CNI + whereabouts IPAM (multus.go, bridge.go,
 //     whereabouts.go): for a scheduled pod that asks for extra networks it looks up each
 //     NetworkAttachmentDefinition, runs the bridge plugin's configuration checks as
@@ -50,36 +52,69 @@
 //     (the VlanConfig's spec.uplink.linkAttributes.mtu, set on the bond by setUplink; default
 //     1500), which no object reports per node: here the node annotation
 //     uplink-mtu.sim.migranet.io/<cn> (cluster.UplinkMTUAnnotationPrefix).
-//   - VirtHandlerStandIn is not virt-handler: it runs no domain and moves no bytes. It makes only
-//     the writes KubeVirt v1.8.4's virt-handler makes to a VirtualMachineInstance, from the side
-//     that makes them and in their order, each with a kubevirt-handler token bound to the
-//     virt-handler pod of the node concerned (KubeVirt's node restriction checks the node the
-//     token names): a Scheduled VMI becomes Running and LiveMigratable
-//     (VirtualMachineController.updateVMIStatus and updateLiveMigrationConditions,
-//     pkg/virt-handler/vm.go). For a migration the real virt-controller hands off: the target
-//     advertises targetNodeAddress — its migration0 address from the Multus simulator, or its pod
-//     IP without one, as FindMigrationIP (pkg/virt-handler/migration.go) falls back — and
-//     targetDirectMigrationNodePorts (MigrationTargetController.updateStatus,
-//     migration-target.go); the source starts the migration (startTimestamp and mode,
-//     MigrationSourceController.setMigrationProgressStatus, migration-source.go); the target
-//     reports targetNodeDomainDetected, and targetNodeDomainReadyTimestamp once the domain runs
-//     there (in post-copy, which the source switches to after the domain reached the target when
-//     the VMIM or the VMI is annotated HandlerModeAnnotation=PostCopy); after MigrationTime,
-//     unless HandlerHoldAnnotation=true, the target takes the VMI over (ackMigrationCompletion:
-//     endTimestamp, nodeName), marks it completed (finalizeMigration) and drops its target label
-//     and the CreateMigrationTarget annotation (finalCleanup). The source aborts when
-//     virt-controller asks (handleMigrationAbort) and reports a failure alone (failed,
-//     endTimestamp, failureReason, from virt-launcher's setMigrationResult): when MigrationPath
-//     finds that the source cannot reach the target's address over the migration network (no
-//     migration0 on the source, different bridges or VLANs, an address outside its subnet, a
-//     node that does not carry the cluster network), at once, "Live migration failed ..."; when
-//     full-size frames are dropped on an uplink with a smaller MTU, after the domain reached the
-//     target and MigrationTime, "Live migration stuck for 150 seconds and has been aborted"
-//     (live-migration-source.go); the target then drops only its label (finalCleanup keeps the
-//     annotation after a failure). A VMI being deleted ends Succeeded. v1.8.4 fills the
-//     decentralized migration's sourceState/targetState only for decentralized migrations (their
-//     gate is off), so the stand-in writes the flat migrationState fields, as virt-handler does
-//     for a local one.
+//
+//   - VirtHandlerStandIn is not virt-handler: it runs no domain. It makes only the writes KubeVirt
+//     v1.8.4's virt-handler makes to a VirtualMachineInstance, from the side that makes them and in
+//     their order, each with a kubevirt-handler token bound to the virt-handler pod of the node
+//     concerned (KubeVirt's node restriction checks the node the token names): a Scheduled VMI
+//     becomes Running and LiveMigratable (VirtualMachineController.updateVMIStatus and
+//     updateLiveMigrationConditions, pkg/virt-handler/vm.go). For a migration the real
+//     virt-controller hands off: the target advertises targetNodeAddress — its migration0 address
+//     from the Multus simulator, or its pod IP without one, as FindMigrationIP
+//     (pkg/virt-handler/migration.go) falls back — and targetDirectMigrationNodePorts
+//     (MigrationTargetController.updateStatus, migration-target.go); the source starts the
+//     migration (startTimestamp and mode, MigrationSourceController.setMigrationProgressStatus,
+//     migration-source.go); the target reports targetNodeDomainDetected, and
+//     targetNodeDomainReadyTimestamp once the domain runs there (in post-copy); the target takes
+//     the VMI over (ackMigrationCompletion: endTimestamp, nodeName), marks it completed
+//     (finalizeMigration) and drops its target label and the CreateMigrationTarget annotation
+//     (finalCleanup). The source aborts when virt-controller asks (handleMigrationAbort: its stream
+//     closed at once, then abortStatus Succeeded) and reports a failure alone (failed,
+//     endTimestamp, failureReason, from virt-launcher's setMigrationResult); the target then drops
+//     only its label (finalCleanup keeps the annotation after a failure). A VMI being deleted ends
+//     Succeeded. v1.8.4 fills the decentralized migration's sourceState/targetState only for
+//     decentralized migrations (their gate is off), so the stand-in writes the flat migrationState
+//     fields, as virt-handler does for a local one.
+//
+//     Between two migration0 links the real plugins made (real node networks), a migration moves
+//     its bytes (stream.go, Stream): the target listens on its migration0 address, a TCP port per
+//     proxy key (0 for libvirt's connection, 49152 for the memory, 49153 for a block migration's
+//     disks), as the patched migration proxy binds them (upstream v1.8.4's StartTargetListener
+//     binds every address), and advertises those ports; the source dials both from its own
+//     migration0 address and sends the VMI's memory (spec.domain.memory.guest, else
+//     resources.requests.memory) in pre-copy rounds: each round after the first is what the guest
+//     dirtied during the one before (HandlerDirtyRateAnnotation, or DirtyRate), the last one the round that fits QEMU's 300 ms downtime limit at the throughput
+//     reached; writes are paced to the cap (HandlerBandwidthAnnotation or StreamBandwidth, lowered
+//     by the migration's bandwidthPerMigration). The domain reached the target once it accepted the
+//     memory connection; the migration completes once every round arrived. Its source runs KubeVirt
+//     v1.8.4's migration monitor (monitor.go, Monitor: migrationMonitor.processInflightMigration in
+//     pkg/virt-launcher/virtwrap/live-migration-source.go, every 400 ms, on the bytes the current
+//     round has yet to deliver) with the options virt-handler hands it (the VMI's
+//     migrationState.migrationConfiguration, which virt-controller copies from the KubeVirt CR;
+//     else the CR's; KubeVirt's defaults for what is unset): no progress for more than
+//     progressTimeout whole seconds aborts it ("Live migration stuck for %d seconds and has been
+//     aborted"), more than completionTimeoutPerGiB × the memory in GB (rounded up) aborts it ("Live
+//     migration is not completed after %d seconds and has been aborted") or, with
+//     allowWorkloadDisruption, switches it to post-copy (allowPostCopy) or pauses the guest; a
+//     migration in post-copy is never aborted by the monitor. A dial that fails fails the migration
+//     ("Live migration failed error encountered during MigrateToURI3 libvirt api call: ..."). So a
+//     narrowed uplink (full-size frames dropped) or a dropped direction stalls the stream for
+//     real, and the monitor ends it. HandlerModeAnnotation=PostCopy switches a migration to
+//     post-copy once the domain reached the target; HandlerHoldAnnotation=true keeps it from
+//     converging (the guest dirties its memory as fast as the stream carries it) and from
+//     completing. KubeVirt v1.9.0's migrationState has no field for the bytes moved (the patched
+//     virt-handler exports them as kubevirt_vmi_migration_proxy_transferred_bytes_total, patch
+//     0003), so the stream's counts stay in the stand-in (Stream.Report) and its log.
+//
+//     Where no bytes can move — simulated node networks, a target without migration0 (the pod
+//     network), links whose VLAN tags are simulated and differ — the stand-in judges the path
+//     from a model instead (path.go, MigrationPath; WirePath probes what it can) and ends the
+//     migration after MigrationTime: it fails at once when the source cannot reach the target's
+//     address (no migration0 on the source, different bridges or VLANs, an address outside its
+//     subnet, a node that does not carry the cluster network: "Live migration failed ..."), after
+//     MigrationTime when full-size frames would be dropped on an uplink with a smaller MTU ("Live
+//     migration stuck for 150 seconds and has been aborted"), and completes otherwise.
+//
 //   - HarvesterMigrationNetwork stands in for Harvester v1.8.2's own vm-migration-network
 //     controller (harvester.go; the facts in docs/harvester.md), for a Harvester mode to be tested
 //     against: it watches Harvester's cluster-scoped Setting vm-migration-network (harvesterhci.io
@@ -112,6 +147,7 @@
 //     asynchronously as there: network.harvesterhci.io/type L2VlanNetwork, vlan-id, clusternetwork,
 //     and ready from the ClusterNetwork's ready condition ("false" unless True). EnsureHarvesterSetting,
 //     SetHarvesterValue and EnsureClusterNetwork write those objects as Harvester and an admin do.
+//
 //   - Service stands in for a Kubernetes Service in front of migranet's replicas (endpoints
 //     controller + kube-proxy in iptables mode; see service.go).
 package sim

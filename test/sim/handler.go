@@ -15,6 +15,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +40,14 @@ const (
 	// HandlerHoldAnnotation "true" keeps the migration running (never completed) until removed;
 	// read, like HandlerModeAnnotation, from the migration, else from the VMI.
 	HandlerHoldAnnotation = "handler.sim.migranet.io/hold"
+	// HandlerDirtyRateAnnotation is the rate at which the guest dirties its memory while it migrates,
+	// a quantity per second ("16Mi"): each pre-copy round after the first sends what the one
+	// before left dirty. Read like HandlerModeAnnotation; VirtHandlerStandIn.DirtyRate without it.
+	HandlerDirtyRateAnnotation = "handler.sim.migranet.io/dirty-rate"
+	// HandlerBandwidthAnnotation caps the migration's stream, a quantity per second ("128Mi"); "0"
+	// lifts the cap. Read like HandlerModeAnnotation; VirtHandlerStandIn.StreamBandwidth without
+	// it. KubeVirt's bandwidthPerMigration applies on top, as libvirt applies it.
+	HandlerBandwidthAnnotation = "handler.sim.migranet.io/bandwidth"
 )
 
 // HandlerServiceAccount is virt-handler's service account: the stand-in writes only with tokens
@@ -57,15 +66,21 @@ type VirtHandlerStandIn struct {
 	Config *rest.Config
 	// Namespace is KubeVirt's, where the virt-handler pods run.
 	Namespace string
-	// MigrationTime is how long a migration runs between its start and its completion (or, over
-	// a path that drops full-size frames, its abort).
+	// MigrationTime is how long a migration whose path is judged by the model runs between its
+	// start and its completion (or, over a path that drops full-size frames, its abort); a
+	// migration between two real migration0 links streams instead.
 	MigrationTime time.Duration
+	// StreamBandwidth caps each stream, in bytes per second (0: no cap); DirtyRate is how fast the
+	// guests dirty their memory while they migrate, in bytes per second. Per migration:
+	// HandlerBandwidthAnnotation, HandlerDirtyRateAnnotation.
+	StreamBandwidth, DirtyRate int64
 	// Links tells what each virt-handler pod's migration0 is on its node (the Multus simulator);
 	// nil: every path works.
 	Links LinkSource
 
-	mu    sync.Mutex
-	nodes map[string]*nodeIdentity
+	mu      sync.Mutex
+	nodes   map[string]*nodeIdentity
+	streams map[types.UID]*Stream // by migration UID
 }
 
 // LinkSource returns the link a pod's interface was attached with (Multus.Link).
@@ -86,6 +101,7 @@ const tokenTTL = time.Hour
 // SetupWithManager registers the stand-in with a manager.
 func (h *VirtHandlerStandIn) SetupWithManager(mgr ctrl.Manager) error {
 	h.nodes = map[string]*nodeIdentity{}
+	h.streams = map[types.UID]*Stream{}
 	toVMI := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		m, ok := o.(*kubevirtv1.VirtualMachineInstanceMigration)
 		if !ok {
@@ -129,9 +145,11 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 	st := &vmi.Status
 	switch {
 	case vmi.IsFinal() || st.NodeName == "":
+		h.dropStreams(vmi, "")
 		return "", nil, 0, nil
 	case vmi.DeletionTimestamp != nil:
 		// The domain is shut down: the VMI ends.
+		h.dropStreams(vmi, "")
 		return st.NodeName, status(map[string]any{"phase": kubevirtv1.Succeeded}), 0, nil
 	case st.Phase == kubevirtv1.Scheduled:
 		return st.NodeName, startDomain(vmi), 0, nil
@@ -139,6 +157,11 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 		return "", nil, 0, nil
 	}
 	ms := st.MigrationState
+	if keep := ms.MigrationUID; ms.Completed || ms.Failed {
+		h.dropStreams(vmi, "") // ended: StopTargetListener, StopSourceListener
+	} else {
+		h.dropStreams(vmi, keep)
+	}
 	var vmim *kubevirtv1.VirtualMachineInstanceMigration
 	if !ms.Completed && !ms.Failed {
 		var err error
@@ -146,37 +169,146 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 			return "", nil, 0, err
 		}
 	}
-	path := PathVerdict{Network: "Pod"}
+	path, rep, after := PathVerdict{Network: "Pod"}, (*StreamReport)(nil), time.Duration(0)
 	if ms.TargetNodeAddress != "" && ms.StartTimestamp != nil && !ms.Completed && !ms.Failed {
-		var err error
-		if path, err = h.path(ctx, ms.SourceNode, ms.TargetNode); err != nil {
+		sides, err := h.sides(ctx, ms.SourceNode, ms.TargetNode)
+		if err != nil {
 			return "", nil, 0, err
 		}
+		if s := h.stream(ms.MigrationUID); s != nil && Streamable(sides[0], sides[1]) {
+			r := h.runStream(ctx, s, vmi, vmim, sides[0])
+			path, rep, after = PathVerdict{Network: "Migration"}, &r, streamPoll
+		} else if h.Links != nil {
+			path = WirePath(ctx, sides[0], sides[1])
+		} else {
+			path = PathVerdict{Network: "Migration"}
+		}
 	}
-	if patch := sourceStep(vmi, vmim, path, h.MigrationTime); patch != nil {
-		return ms.SourceNode, patch, 0, nil
+	if ms.AbortRequested && ms.AbortStatus == "" {
+		if s := h.stream(ms.MigrationUID); s != nil {
+			s.Abort() // the stream closes before the source reports the abort
+		}
+	}
+	if patch := sourceStep(vmi, vmim, path, rep, h.MigrationTime); patch != nil {
+		return ms.SourceNode, patch, after, nil
 	}
 	target := ms.TargetNode
 	if target == "" || vmi.Labels[kubevirtv1.MigrationTargetNodeNameLabel] != target {
-		return "", nil, 0, nil
+		return "", nil, after, nil
 	}
-	patch, after, err := h.targetStep(ctx, vmi, vmim, path)
-	return target, patch, after, err
+	patch, next, err := h.targetStep(ctx, vmi, vmim, path, rep)
+	if patch == nil && (next == 0 || (after != 0 && after < next)) {
+		next = after
+	}
+	return target, patch, next, err
 }
 
-// path judges the migration network between the two nodes' virt-handlers: by probing it over the
-// real links when the real plugins made them (WirePath), else from the links the Multus
-// simulator made and the nodes' cluster network uplinks (MigrationPath).
-func (h *VirtHandlerStandIn) path(ctx context.Context, source, target string) (PathVerdict, error) {
-	if h.Links == nil {
-		return PathVerdict{Network: "Migration"}, nil
+// streamPoll is how often the stand-in looks at a running stream's report.
+const streamPoll = 200 * time.Millisecond
+
+// Streamable reports whether a migration between the two sides can move its bytes for real: both
+// virt-handlers have a migration0 the real plugins made, and no simulated VLAN tag keeps them
+// apart (those links are untagged on this kernel, so packets would cross where a tag would
+// not). Anything else is judged by the model (MigrationPath).
+func Streamable(src, dst Side) bool {
+	s, d := src.Migration0, dst.Migration0
+	return s != nil && d != nil && s.Sandbox != "" && d.Sandbox != "" && !(s.VLAN != d.VLAN && (s.TagSimulated || d.TagSimulated))
+}
+
+// runStream starts the migration's stream from the source once (the plan from the VMI, the
+// scenario's annotations and the stand-in's defaults; the monitor's options from the VMI's
+// migrationConfiguration), keeps its hold and post-copy in line with the scenario, and returns
+// its report.
+func (h *VirtHandlerStandIn) runStream(ctx context.Context, s *Stream, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, src Side) StreamReport {
+	ms := vmi.Status.MigrationState
+	s.SetHold(scripted(vmi, vmim, HandlerHoldAnnotation) == "true")
+	if ms.Mode == kubevirtv1.MigrationPostCopy {
+		s.SetMode(kubevirtv1.MigrationPostCopy)
 	}
+	if !s.Report().Started {
+		opts := OptionsFromVMIM(ms.VMIMConfigurationOptions)
+		if ms.VMIMConfigurationOptions == nil {
+			opts = h.clusterOptions(ctx)
+		}
+		memory := GuestMemory(vmi)
+		plan := StreamPlan{Memory: memory.Value(),
+			DirtyRate: h.rate(ctx, vmi, vmim, HandlerDirtyRateAnnotation, h.DirtyRate),
+			Bandwidth: h.rate(ctx, vmi, vmim, HandlerBandwidthAnnotation, h.StreamBandwidth)}
+		if opts.Bandwidth > 0 && (plan.Bandwidth == 0 || opts.Bandwidth < plan.Bandwidth) {
+			plan.Bandwidth = opts.Bandwidth
+		}
+		target, err := netip.ParseAddr(ms.TargetNodeAddress)
+		if err == nil {
+			ctrl.LoggerFrom(ctx).Info("stream starting", "migration", ms.MigrationUID, "from", src.Migration0.Addr, "to", target,
+				"memory", plan.Memory, "dirtyRate", plan.DirtyRate, "bandwidth", plan.Bandwidth, "options", opts)
+			s.Start(src.Migration0.Sandbox, src.Migration0.Addr, target, plan, opts, MigrationDataGB(memory))
+		}
+	}
+	r := s.Report()
+	if (r.Done || r.Failure != "") && s.logEnd() {
+		ctrl.LoggerFrom(ctx).Info("stream ended", "migration", ms.MigrationUID, "delivered", r.Delivered, "sent", r.Sent,
+			"done", r.Done, "failure", r.Failure, "took", r.Took.String())
+	}
+	return r
+}
+
+// rate reads a quantity-per-second annotation of the scenario; without one (or with one that does
+// not parse, which is logged naming the annotation) it is def.
+func (h *VirtHandlerStandIn) rate(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, key string, def int64) int64 {
+	v := scripted(vmi, vmim, key)
+	if v == "" {
+		return def
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil || q.Sign() < 0 {
+		ctrl.LoggerFrom(ctx).Error(err, "annotation ignored: it must be a non-negative quantity of bytes per second such as 64Mi", "annotation", key, "value", v)
+		return def
+	}
+	return q.Value()
+}
+
+// clusterOptions are the monitor's options from the KubeVirt CR's spec.configuration.migrations
+// (KubeVirt's defaults for what it leaves unset), for a VMI whose migrationState carries no
+// migrationConfiguration (virt-controller copies it there; a simulated one may not).
+func (h *VirtHandlerStandIn) clusterOptions(ctx context.Context) MigrationOptions {
+	list := &kubevirtv1.KubeVirtList{}
+	if err := h.Client.List(ctx, list, client.InNamespace(h.Namespace)); err != nil || len(list.Items) == 0 {
+		return OptionsFrom(nil)
+	}
+	return OptionsFrom(list.Items[0].Spec.Configuration.MigrationConfiguration)
+}
+
+// stream is the migration's stream, nil when its target does not listen on a real link.
+func (h *VirtHandlerStandIn) stream(uid types.UID) *Stream {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.streams[uid]
+}
+
+// dropStreams closes the streams of vmi's migrations other than keep's (a migration that ended
+// and was cleaned up, or a VMI that went).
+func (h *VirtHandlerStandIn) dropStreams(vmi *kubevirtv1.VirtualMachineInstance, keep types.UID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for uid, s := range h.streams {
+		if s.vmi == vmi.UID && uid != keep {
+			s.Close()
+			delete(h.streams, uid)
+		}
+	}
+}
+
+// sides are the two ends of a migration as the network sees them.
+func (h *VirtHandlerStandIn) sides(ctx context.Context, source, target string) ([2]Side, error) {
 	var sides [2]Side
+	if h.Links == nil {
+		return sides, nil
+	}
 	for i, node := range []string{source, target} {
 		sides[i].Node = node
 		pod, err := h.handlerPod(ctx, node)
 		if err != nil {
-			return PathVerdict{}, err
+			return sides, err
 		}
 		if pod == nil || migrationAddress(pod) == pod.Status.PodIP {
 			continue // no migration0: the pod IP
@@ -187,26 +319,27 @@ func (h *VirtHandlerStandIn) path(ctx context.Context, source, target string) (P
 		}
 		n := &corev1.Node{}
 		if err := h.Client.Get(ctx, client.ObjectKey{Name: node}, n); client.IgnoreNotFound(err) != nil {
-			return PathVerdict{}, err
+			return sides, err
 		}
 		sides[i].Migration0, sides[i].Uplink = &link, LinkUplink(n, link)
 	}
-	return WirePath(ctx, sides[0], sides[1]), nil
+	return sides, nil
 }
 
 // sourceStep is the source's next write, or nil, as KubeVirt v1.8.4's MigrationSourceController
 // (pkg/virt-handler/migration-source.go) reports the domain's migration metadata in
 // setMigrationProgressStatus: it starts the migration once the target listens (startTimestamp,
-// mode PreCopy), switches it to post-copy when the scenario asks, ends it aborted (abortStatus
-// Succeeded, failed, endTimestamp) once virt-controller requested the abort
-// (handleMigrationAbort), and ends it failed (failed, endTimestamp, failureReason, from the
-// metadata virt-launcher's setMigrationResult wrote) when the path to the target cannot carry it:
-// at once when the source cannot reach the target's address (MigrateToURI3 fails: "Live migration
-// failed %v", live-migration-source.go), after migrationTime when full-size frames are dropped
-// (the progress monitor's abort, "Live migration stuck for %d seconds and has been aborted").
-// The target writes nothing of a failure (updateStatus returns early once
-// migrations.MigrationFailed) until its finalCleanup.
-func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, path PathVerdict, migrationTime time.Duration) map[string]any {
+// mode PreCopy), switches it to post-copy when the scenario asks or the monitor switched it
+// (post-copy or paused), ends it aborted (abortStatus Succeeded, failed, endTimestamp) once
+// virt-controller requested the abort (handleMigrationAbort), and ends it failed (failed,
+// endTimestamp, failureReason, from the metadata virt-launcher's setMigrationResult wrote): with a
+// stream (rep), when it failed (the dial or a write, "Live migration failed ...", or the monitor's
+// abort); without one, from the model of the path: at once when the source cannot reach the
+// target's address (MigrateToURI3 fails: "Live migration failed %v", live-migration-source.go),
+// after migrationTime when full-size frames are dropped (the progress monitor's abort, "Live
+// migration stuck for %d seconds and has been aborted"). The target writes nothing of a failure
+// (updateStatus returns early once migrations.MigrationFailed) until its finalCleanup.
+func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, path PathVerdict, rep *StreamReport, migrationTime time.Duration) map[string]any {
 	ms := vmi.Status.MigrationState
 	if ms.SourceNode != vmi.Status.NodeName || ms.TargetNodeAddress == "" || ms.Completed || ms.Failed {
 		return nil
@@ -219,14 +352,21 @@ func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.Virtual
 		})
 	case ms.StartTimestamp == nil:
 		return migrationState(map[string]any{"startTimestamp": metav1.Now(), "mode": kubevirtv1.MigrationPreCopy})
+	case rep != nil && rep.Failure != "":
+		return failMigration(rep.Failure)
+	case rep != nil && rep.Mode != "" && rep.Mode != ms.Mode:
+		// The monitor switched the migration (updateVMIMigrationMode).
+		return migrationState(map[string]any{"mode": rep.Mode})
+	case rep != nil:
 	case path.Broken:
 		return failMigration(fmt.Sprintf("Live migration failed dial tcp %s: connect: %s", ms.TargetNodeAddress, path.Why))
 	case path.Stalls && ms.TargetNodeDomainDetected && time.Since(ms.StartTimestamp.Time) >= migrationTime:
 		return failMigration(fmt.Sprintf("Live migration stuck for %d seconds and has been aborted", stuckSeconds))
 	case path.Stalls:
 		return nil
-	case vmim != nil && ms.TargetNodeDomainDetected && scripted(vmi, vmim, HandlerModeAnnotation) == string(kubevirtv1.MigrationPostCopy) &&
-		ms.Mode != kubevirtv1.MigrationPostCopy:
+	}
+	if vmim != nil && ms.TargetNodeDomainDetected && scripted(vmi, vmim, HandlerModeAnnotation) == string(kubevirtv1.MigrationPostCopy) &&
+		ms.Mode != kubevirtv1.MigrationPostCopy {
 		// Post-copy starts once the domain runs on the target.
 		return migrationState(map[string]any{"mode": kubevirtv1.MigrationPostCopy})
 	}
@@ -234,7 +374,8 @@ func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.Virtual
 }
 
 // stuckSeconds is KubeVirt's default progressTimeout (MigrationProgressTimeout, 150 s), which the
-// failure reason of a stalled migration names; the stand-in aborts after MigrationTime instead.
+// failure reason of a stalled migration names when the model judges the path; the stand-in aborts
+// after MigrationTime instead. A stream is aborted by the Monitor, with its own figure.
 const stuckSeconds = 150
 
 // failMigration is the source's report of a failed migration (setMigrationProgressStatus with
@@ -245,6 +386,9 @@ func failMigration(reason string) map[string]any {
 
 // scripted returns the scenario's annotation key: the migration's, else the VMI's.
 func scripted(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, key string) string {
+	if vmim == nil {
+		return vmi.Annotations[key]
+	}
 	if v, ok := vmim.Annotations[key]; ok {
 		return v
 	}
@@ -260,7 +404,10 @@ func scripted(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMa
 // follows); ackMigrationCompletion takes the VMI over once the migration ended (EndTimestamp,
 // nodeName); finalizeMigration marks it completed (sync, migrationNeedsFinalization); finalCleanup
 // drops the target label, and the CreateMigrationTarget annotation only after a success.
-func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, path PathVerdict) (map[string]any, time.Duration, error) {
+//
+// With a stream (rep), the domain reached the target once the target accepted the memory stream,
+// and the migration completes once every round crossed.
+func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, path PathVerdict, rep *StreamReport) (map[string]any, time.Duration, error) {
 	ms := vmi.Status.MigrationState
 	switch {
 	case ms.EndTimestamp != nil && (ms.Completed || ms.Failed):
@@ -272,21 +419,27 @@ func (h *VirtHandlerStandIn) targetStep(ctx context.Context, vmi *kubevirtv1.Vir
 	case ms.Completed || ms.Failed:
 		return nil, 0, nil
 	case ms.TargetNodeAddress == "":
-		p, err := h.prepareTarget(ctx, ms.TargetNode)
+		p, err := h.prepareTarget(ctx, vmi, ms.TargetNode)
 		if p == nil && err == nil {
 			return nil, time.Second, nil // the target's virt-handler is not running yet
 		}
 		return p, 0, err
-	case ms.StartTimestamp == nil || vmim == nil || path.Broken:
+	case ms.StartTimestamp == nil || vmim == nil || (rep == nil && path.Broken):
 		return nil, 0, nil
 	case ms.EndTimestamp != nil:
 		return migrationState(map[string]any{"completed": true}), 0, nil
+	case rep != nil && !rep.Connected:
+		return nil, 0, nil
 	case !ms.TargetNodeDomainDetected:
 		return migrationState(map[string]any{"targetNodeDomainDetected": true}), 0, nil
 	case ms.Mode == kubevirtv1.MigrationPostCopy && ms.TargetNodeDomainReadyTimestamp == nil:
 		// In post-copy the VM already runs on the target while its memory follows.
 		return migrationState(map[string]any{"targetNodeDomainReadyTimestamp": metav1.Now()}), 0, nil
 	case scripted(vmi, vmim, HandlerHoldAnnotation) == "true":
+		return nil, 0, nil
+	case rep != nil && rep.Done:
+		return completeOnTarget(vmi), 0, nil
+	case rep != nil:
 		return nil, 0, nil
 	}
 	if left := h.MigrationTime - time.Since(ms.StartTimestamp.Time); left > 0 {
@@ -375,7 +528,9 @@ func completeOnTarget(vmi *kubevirtv1.VirtualMachineInstance) map[string]any {
 
 // prepareTarget advertises where the target listens: the migration0 address of the node's
 // virt-handler when the migration network is attached, else its pod IP, and the proxy's ports.
-func (h *VirtHandlerStandIn) prepareTarget(ctx context.Context, node string) (map[string]any, error) {
+// On a migration0 the real plugins made, it listens there for real (ListenStream: a port per
+// proxy key, bound to that address); otherwise the ports are made up.
+func (h *VirtHandlerStandIn) prepareTarget(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, node string) (map[string]any, error) {
 	pod, err := h.handlerPod(ctx, node)
 	if err != nil || pod == nil {
 		return nil, err
@@ -383,6 +538,23 @@ func (h *VirtHandlerStandIn) prepareTarget(ctx context.Context, node string) (ma
 	addr := migrationAddress(pod)
 	if addr == "" {
 		return nil, nil
+	}
+	uid := vmi.Status.MigrationState.MigrationUID
+	if s := h.stream(uid); s != nil {
+		return migrationState(map[string]any{"targetNodeAddress": addr, "targetDirectMigrationNodePorts": s.Ports()}), nil
+	}
+	if h.Links != nil && addr != pod.Status.PodIP {
+		if link, ok := h.Links.Link(pod.UID, MigrationInterface); ok && link.Sandbox != "" {
+			s, err := ListenStream(link.Sandbox, link.Addr, vmi.Status.MigrationMethod == kubevirtv1.BlockMigration)
+			if err != nil {
+				return nil, fmt.Errorf("the target's migration proxy on %s: %w", node, err)
+			}
+			s.vmi = vmi.UID
+			h.mu.Lock()
+			h.streams[uid] = s
+			h.mu.Unlock()
+			return migrationState(map[string]any{"targetNodeAddress": addr, "targetDirectMigrationNodePorts": s.Ports()}), nil
+		}
 	}
 	base := 30000 + rand.IntN(20000)
 	ports := map[string]int{strconv.Itoa(base): 0, strconv.Itoa(base + 1): 49152, strconv.Itoa(base + 2): 49153}

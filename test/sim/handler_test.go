@@ -21,6 +21,11 @@ type write struct {
 // already advertised its address (updateStatus' first write), applying each merge patch, until
 // neither side has anything to write, and returns the writes in order.
 func handoff(t *testing.T, path PathVerdict, mode string) []write {
+	return handoffWith(t, path, nil, mode)
+}
+
+// handoffWith is handoff with the source's stream reporting rep (nil: no stream, the model decides).
+func handoffWith(t *testing.T, path PathVerdict, rep *StreamReport, mode string) []write {
 	t.Helper()
 	vmim := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "mig"}}
 	if mode != "" {
@@ -36,14 +41,14 @@ func handoff(t *testing.T, path PathVerdict, mode string) []write {
 	h := &VirtHandlerStandIn{MigrationTime: 0}
 	var out []write
 	for range 20 {
-		side, patch := "source", sourceStep(vmi, vmim, path, h.MigrationTime)
+		side, patch := "source", sourceStep(vmi, vmim, path, rep, h.MigrationTime)
 		if patch == nil {
 			if vmi.Labels[kubevirtv1.MigrationTargetNodeNameLabel] != "n2" {
 				return out
 			}
 			var err error
 			side = "target"
-			if patch, _, err = h.targetStep(t.Context(), vmi, vmim, path); err != nil {
+			if patch, _, err = h.targetStep(t.Context(), vmi, vmim, path, rep); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -140,7 +145,7 @@ func TestFailureReasons(t *testing.T) {
 		MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "n1", TargetNodeAddress: "192.168.100.3",
 			StartTimestamp: &metav1.Time{Time: time.Now().Add(-time.Minute)}, TargetNodeDomainDetected: true}}}
 	reason := func(p PathVerdict) string {
-		patch := sourceStep(vmi, vmim, p, time.Second)
+		patch := sourceStep(vmi, vmim, p, nil, time.Second)
 		if patch == nil {
 			return ""
 		}
@@ -154,5 +159,49 @@ func TestFailureReasons(t *testing.T) {
 	}
 	if got := reason(PathVerdict{Network: "Migration"}); got != "" {
 		t.Errorf("a working path failed: %q", got)
+	}
+}
+
+// TestStreamHandoff: with a stream, what crossed decides, not the model or the clock: the domain
+// reached the target once the target accepted the memory stream, the migration completes once
+// every round crossed, fails with the stream's own reason (the dial's, the monitor's), and takes
+// the mode the monitor switched to.
+// Catches: a stand-in that completes a stream that has not crossed (MigrationTime, or the model's
+// verdict, deciding), reports the domain on the target before the connection, or drops the
+// monitor's reason or mode.
+func TestStreamHandoff(t *testing.T) {
+	start := write{"source", "mode startTimestamp"}
+	detected := write{"target", "targetNodeDomainDetected"}
+	ack := write{"target", "endTimestamp evacuationNodeName launcherContainerImageVersion metadata.annotations.kubevirt.io/eviction-source " +
+		"metadata.labels.kubevirt.io/nodeName metadata.labels.kubevirt.io/outdatedLauncherImage migrationTransport nodeName targetNodeDomainReadyTimestamp"}
+	completed := write{"target", "completed"}
+	cleanupOK := write{"target", "metadata.annotations.kubevirt.io/create-migration-target metadata.labels.kubevirt.io/migrationTargetNodeName"}
+	cleanupFailed := write{"target", "metadata.labels.kubevirt.io/migrationTargetNodeName"}
+	failed := write{"source", "endTimestamp failed failureReason"}
+	ok := PathVerdict{Network: "Migration"}
+	cases := []struct {
+		name string
+		path PathVerdict
+		rep  StreamReport
+		want []write
+	}{
+		{"crossed whole", ok, StreamReport{Started: true, Connected: true, Done: true}, []write{start, detected, ack, completed, cleanupOK}},
+		{"still streaming: nothing after the domain reached the target", ok, StreamReport{Started: true, Connected: true}, []write{start, detected}},
+		{"the model's verdict does not decide a stream", PathVerdict{Stalls: true, Broken: true}, StreamReport{Started: true, Connected: true, Done: true},
+			[]write{start, detected, ack, completed, cleanupOK}},
+		{"not connected: the domain never reached the target", ok, StreamReport{Started: true}, []write{start}},
+		{"the dial failed", ok, StreamReport{Started: true, Failure: "Live migration failed x"}, []write{start, failed, cleanupFailed}},
+		{"the monitor aborted it", ok, StreamReport{Started: true, Connected: true, Failure: "Live migration stuck for 6 seconds and has been aborted"},
+			[]write{start, failed, cleanupFailed}},
+		{"the monitor switched it to post-copy", ok, StreamReport{Started: true, Connected: true, Mode: kubevirtv1.MigrationPostCopy},
+			[]write{start, {"source", "mode"}, detected, {"target", "targetNodeDomainReadyTimestamp"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := handoffWith(t, tc.path, &tc.rep, "")
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("writes\n%v\nwant\n%v", got, tc.want)
+			}
+		})
 	}
 }

@@ -33,7 +33,10 @@ type PathVerdict struct {
 func (v PathVerdict) OK() bool { return !v.Broken && !v.Stalls }
 
 // MigrationPath judges the path from src to dst the way the kernel and the fabric would, for a
-// target that advertises its migration0 address (or its pod IP without one):
+// target that advertises its migration0 address (or its pod IP without one). It is a model, used
+// only where no bytes can move (simulated node networks, the pod network, simulated VLAN tags:
+// see Streamable); between two real migration0 links the stand-in streams the migration instead
+// (Stream) and what crosses decides:
 //
 //   - target without migration0: it advertises its pod IP, the source dials it through the pod
 //     network, and the migration works (over the pod network, not the dedicated one);
