@@ -109,10 +109,10 @@ type Env struct {
 	HCO          *sim.HCOKubeVirtHandler
 	kubeVirtName string
 	managerArgs  []string
-	stream      [2]int64 // the stand-in's stream bandwidth and dirty rate
-	stopSims    context.CancelFunc
-	simsDone    chan struct{}
-	release     Release // what Reinstall applies
+	stream       [2]int64 // the stand-in's stream bandwidth and dirty rate
+	stopSims     context.CancelFunc
+	simsDone     chan struct{}
+	release      Release // what Reinstall applies
 }
 
 // Start brings the environment up; on error everything already started is stopped.

@@ -110,7 +110,9 @@ func TestBundleValidates(t *testing.T) {
 			})},
 		// Near miss: the right webhook with another webhook's failure policy.
 		{name: "webhook with another failure policy", expect: "webhook settings.migranet.io: the CSV's definition differs",
-			fault: csv(func(t *testing.T, m map[string]any) { webhook(t, m, "settings.migranet.io")["failurePolicy"] = "Ignore" })},
+			fault: csv(func(t *testing.T, m map[string]any) {
+				webhook(t, m, "settings.migranet.io")["failurePolicy"] = "Ignore"
+			})},
 		{name: "owned CRD missing from the bundle", expect: "owned CRD",
 			fault: func(t *testing.T, dir string) {
 				if err := os.Remove(filepath.Join(dir, "bundle", "manifests", "pathreports.migranet.io.yaml")); err != nil {
