@@ -25,6 +25,10 @@ func ReadNetworkInForce(nads []nadv1.NetworkAttachmentDefinition, namespace, nam
 		return nil, Network{}, fmt.Sprintf("the KubeVirt CR's migrations.network names NetworkAttachmentDefinition %s/%s, which does not exist", namespace, name)
 	}
 	n, err := NetworkFromNAD(nad)
+	if _, notJudged := IsNotJudged(err); notJudged {
+		return nad, Network{}, fmt.Sprintf("the KubeVirt CR's migrations.network names %v: migranet mirrors nothing it does not read "+
+			"(no addresses, paths or capacity of it are judged)", err)
+	}
 	if err != nil {
 		return nad, Network{}, fmt.Sprintf("NetworkAttachmentDefinition %s/%s, which the KubeVirt CR's migrations.network names, is not a migration network migranet can read: %v", namespace, name, err)
 	}

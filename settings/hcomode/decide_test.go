@@ -210,6 +210,8 @@ func TestJudgeNetwork(t *testing.T) {
 		nad("sriov", `{"cniVersion":"0.3.1","type":"sriov","ipam":{"type":"whereabouts","range":"10.9.0.0/24"}}`, false),
 		nad("chained", `{"cniVersion":"0.3.1","plugins":[{"type":"bridge"},{"type":"tuning"}]}`, false),
 		nad("tiny", `{"cniVersion":"0.3.1","type":"bridge","bridge":"mig-br","ipam":{"type":"whereabouts","range":"10.9.0.0/30"}}`, false),
+		nad("docs-macvlan", `{"cniVersion":"0.3.1","type":"macvlan","mode":"bridge","master":"ens5","ipam":{"type":"whereabouts","range":"10.200.5.0/24"}}`, false),
+		nad("passthru", `{"cniVersion":"0.3.1","type":"macvlan","mode":"passthru","master":"ens5","ipam":{"type":"whereabouts","range":"10.200.6.0/24"}}`, false),
 	}
 	// The near miss: a NAD of the same name in another namespace is not the one HCO resolves.
 	other := nad("elsewhere", theirConfig, false)
@@ -230,6 +232,8 @@ func TestJudgeNetwork(t *testing.T) {
 		{"a NAD of that name only in another namespace", "elsewhere", "Not found", ""},
 		{"bridge without IPAM", "no-ipam", "cannot carry migrations", ""},
 		{"too few addresses for three nodes", "tiny", "cannot carry migrations in this cluster", ""},
+		{"the OpenShift docs' macvlan NAD", "docs-macvlan", "", ""},
+		{"a passthru macvlan: not judged", "passthru", "", "not judged"},
 		{"another CNI type: not judged", "sriov", "", "does not judge"},
 		{"a plugin list: not judged", "chained", "", "plugin list"},
 	} {

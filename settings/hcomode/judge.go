@@ -1,7 +1,6 @@
 package hcomode
 
 import (
-	"encoding/json"
 	"fmt"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -10,9 +9,6 @@ import (
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
-
-// judgedTypes are the CNI plugin types whose NADs migranet reads as migration networks.
-var judgedTypes = map[string]bool{"bridge": true, "macvlan": true}
 
 // JudgeNetwork judges the network the HyperConverged CR's field fld names (name, a NAD in
 // namespace among nads) before HCO hands it to KubeVirt, which checks nothing (a missing NAD
@@ -31,11 +27,10 @@ func JudgeNetwork(fld *field.Path, name, namespace string, nads []nadv1.NetworkA
 			"with it; create the NAD in %s first, or set the migration network on migranet's setting %s and let migranet render it",
 			name, namespace, name, namespace, v1beta1.MigrationNetwork))}, nil
 	}
-	if typ := cniType(nad.Spec.Config); !judgedTypes[typ] {
-		return nil, []string{fmt.Sprintf("%s: NetworkAttachmentDefinition %s/%s is of CNI type %q, which migranet does not judge: "+
-			"its addresses, MTU and paths are not checked until the probe agents measure them", fld, namespace, name, typ)}
-	}
 	n, err := settings.NetworkFromNAD(nad)
+	if _, notJudged := settings.IsNotJudged(err); notJudged {
+		return nil, []string{fmt.Sprintf("%s: %v; migranet does not judge its addresses or MTU, and mirrors nothing of it", fld, err)}
+	}
 	if err != nil {
 		return field.ErrorList{field.Invalid(fld, name, fmt.Sprintf("cannot carry migrations: %v; fix the NAD (virt-handler needs an address from a "+
 			"whereabouts range on migration0) or choose another", err))}, nil
@@ -48,23 +43,4 @@ func JudgeNetwork(fld *field.Path, name, namespace string, nads []nadv1.NetworkA
 	}
 	return field.ErrorList{field.Invalid(fld, name, fmt.Sprintf("NetworkAttachmentDefinition %s/%s (%s) cannot carry migrations in this cluster: %s",
 		namespace, name, n.Summary(), settings.ErrorsMessage(errs)))}, nil
-}
-
-// cniType is the "type" of a single-plugin CNI configuration; a configuration list (chained
-// plugins, which NetworkFromNAD does not read) is "a plugin list starting with <type>"; "" when
-// it does not decode.
-func cniType(config string) string {
-	var c struct {
-		Type    string `json:"type"`
-		Plugins []struct {
-			Type string `json:"type"`
-		} `json:"plugins"`
-	}
-	if json.Unmarshal([]byte(config), &c) != nil {
-		return ""
-	}
-	if c.Type == "" && len(c.Plugins) > 0 {
-		return "a plugin list starting with " + c.Plugins[0].Type
-	}
-	return c.Type
 }

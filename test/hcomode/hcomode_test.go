@@ -24,10 +24,11 @@ import (
 const (
 	valueA = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
 	valueB = `{"clusterNetwork":"migration","vlan":100,"range":"10.52.0.0/24"}`
-	// A NAD an OpenShift admin makes by hand and names on the HyperConverged CR: the nodes'
-	// migration bridge, its own range and a smaller MTU than the uplinks'.
+	// A NAD an OpenShift admin makes by hand and names on the HyperConverged CR, in the shape the
+	// OpenShift docs give: macvlan in bridge mode over a node NIC (the lab's ens5 on every node),
+	// whereabouts IPAM, and here a smaller MTU than the NICs'.
 	theirNAD    = "their-migration"
-	theirConfig = `{"cniVersion":"0.3.1","type":"bridge","bridge":"migration-br","mtu":1400,"ipam":{"type":"whereabouts","range":"10.77.0.0/24"}}`
+	theirConfig = `{"cniVersion":"0.3.1","type":"macvlan","mode":"bridge","master":"ens5","mtu":1400,"ipam":{"type":"whereabouts","range":"10.77.0.0/24"}}`
 )
 
 // One story, in order, as an admin lives it on OpenShift Virtualization: migranet installed on a
@@ -117,7 +118,7 @@ var _ = Describe("migranet beside HCO, which owns the KubeVirt CR", Ordered, fun
 		Expect(hcNetwork(ctx)).To(Equal(nadA), "dry runs changed nothing")
 	})
 
-	It("mirrors a NAD chosen on the HyperConverged CR, probes it at its MTU, migrates over it, and never reverts the edit", func(ctx context.Context) {
+	It("mirrors a macvlan NAD chosen on the HyperConverged CR, probes it at its MTU, migrates over it, and never reverts the edit", func(ctx context.Context) {
 		createNAD(ctx, theirNAD, theirConfig)
 		stderr, err := editHC(theirNAD)
 		Expect(err).NotTo(HaveOccurred(), stderr)
@@ -129,6 +130,7 @@ var _ = Describe("migranet beside HCO, which owns the KubeVirt CR", Ordered, fun
 		Expect(n).NotTo(BeNil(), "status.source.value %q", s.Status.Source.Value)
 		Expect(n.Range.String()).To(Equal("10.77.0.0/24"))
 		Expect(n.MTU).To(Equal(1400))
+		Expect(n.Macvlan).To(HaveValue(HaveField("Master", "ens5")))
 		Expect(s.Status.Summary).To(HavePrefix("HCO: "))
 		Expect(conditionMessage(ctx, v1beta1.ConditionConfigured)).To(ContainSubstring("follows the newer edit"))
 		reports := &v1beta1.PathReportList{}

@@ -71,6 +71,12 @@ func TestSteer(t *testing.T) {
 		{name: "every target behind a failing path: none is left, and the pod says so", modify: func(in *CreateInput) {
 			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500), failing("node-2", v1beta1.PathUnreachable, 0)), report("node-1"), report("node-2"))
 		}, want: want{excluded: []string{"node-1", "node-2"}, label: true, noTarget: "every node that could take the target pod is behind a failing migration path from node-0"}},
+		// A macvlan network over a named NIC has no cluster network: no label may be required (an
+		// empty label key made every target pod invalid, and the migration stayed Pending).
+		{name: "a network of no cluster network (macvlan): no label, exclusions kept", modify: func(in *CreateInput) {
+			in.Network.ClusterNetwork = ""
+			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+		}, want: want{excluded: []string{"node-1"}}, msg: mtu},
 		{name: "no migration network in force: nothing to add", modify: func(in *CreateInput) {
 			in.CurrentHash = ""
 			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))

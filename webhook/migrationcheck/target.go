@@ -126,7 +126,10 @@ func newTarget(in *CreateInput) (*target, string) {
 	}
 	if in.CurrentHash != "" && in.Network != nil && in.Network.Hash == in.CurrentHash {
 		t.clusterNetwork = in.Network.ClusterNetwork
-		t.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + t.clusterNetwork
+		if t.clusterNetwork != "" {
+			// A network of no cluster network (a macvlan over a named NIC) asks no label of its nodes.
+			t.clusterNetworkLabel = settings.ClusterNetworkLabelPrefix + t.clusterNetwork
+		}
 		t.notAttached, t.network = in.Network.NotAttached, in.Network.Network
 	}
 	t.newPathCheck(in)
