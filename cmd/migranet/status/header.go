@@ -40,11 +40,11 @@ type Network struct {
 	// otherwise. SourceKind is status.source.kind (Harvester, HyperConverged).
 	Source     string `json:"source,omitempty"`
 	SourceKind string `json:"sourceKind,omitempty"`
-	Mode    string `json:"mode"`
-	NAD     string `json:"nad"`
-	Applied bool   `json:"applied"`
-	Summary string `json:"summary"`
-	Range   string `json:"range"`
+	Mode       string `json:"mode"`
+	NAD        string `json:"nad"`
+	Applied    bool   `json:"applied"`
+	Summary    string `json:"summary"`
+	Range      string `json:"range"`
 	// rangePrefix is Range as the setting's typed value holds it (InferNetwork reads it).
 	rangePrefix   netip.Prefix
 	Ready         string `json:"ready"`
