@@ -95,7 +95,7 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 	It("points every webhook at the Service, whose port reaches the container's webhook port", func(ctx context.Context) {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		Expect(c.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
-		Expect(cfg.Webhooks).To(HaveLen(4))
+		Expect(cfg.Webhooks).To(HaveLen(5))
 		svc := &corev1.Service{}
 		Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "migranet-webhook"}, svc)).To(Succeed())
 		for _, w := range cfg.Webhooks {
