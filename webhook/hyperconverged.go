@@ -75,6 +75,10 @@ func (v *HyperConvergedValidator) Handle(ctx context.Context, req admission.Requ
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
 	v.Metrics.count(WebhookHyperConverged, string(settings.RuleHCONetwork), ResultDenied)
+	for i := range errs {
+		// kubectl prints the causes: each says whose rule refused it.
+		errs[i].Detail = "migranet " + string(settings.RuleHCONetwork) + ": " + errs[i].Detail
+	}
 	gk := schema.GroupKind{Group: hcomode.Group, Kind: hcomode.Kind}
 	resp := admission.Errored(http.StatusUnprocessableEntity, apierrors.NewInvalid(gk, obj.GetName(), errs))
 	resp.Result = &apierrors.NewInvalid(gk, obj.GetName(), errs).ErrStatus
