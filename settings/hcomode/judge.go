@@ -23,9 +23,11 @@ func JudgeNetwork(fld *field.Path, name, namespace string, nads []nadv1.NetworkA
 	}
 	nad := settings.FindNAD(nads, namespace, name)
 	if nad == nil {
-		return field.ErrorList{field.NotFound(fld, fmt.Sprintf("%s: no NetworkAttachmentDefinition %s/%s exists, and every virt-handler would fail to start "+
+		e := field.NotFound(fld, name)
+		e.Detail = fmt.Sprintf("no NetworkAttachmentDefinition %s/%s exists, and every virt-handler would fail to start "+
 			"with it; create the NAD in %s first, or set the migration network on migranet's setting %s and let migranet render it",
-			name, namespace, name, namespace, v1beta1.MigrationNetwork))}, nil
+			namespace, name, namespace, v1beta1.MigrationNetwork)
+		return field.ErrorList{e}, nil
 	}
 	n, err := settings.NetworkFromNAD(nad)
 	if _, notJudged := settings.IsNotJudged(err); notJudged {
