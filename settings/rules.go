@@ -13,6 +13,8 @@ const (
 	RulePathHealthy    Rule = "pathHealthy"
 	RuleVMIState       Rule = "vmiState"
 	RulePostCopyCancel Rule = "postCopyCancel"
+	// RuleRunningPathHealthy judges a migration already streaming: its path must not fail.
+	RuleRunningPathHealthy Rule = "runningPathHealthy"
 )
 
 // Request is the VMIM request a rule judges.
@@ -24,6 +26,9 @@ const (
 	OnCreate Request = "create"
 	// OnCancel: cancelling a migration (VMIM delete).
 	OnCancel Request = "cancel"
+	// OnRunning: a migration already streaming (no request: the path-abort controller judges it
+	// whenever the probe results or the migration change).
+	OnRunning Request = "running"
 )
 
 // RuleSpec is one entry of the rule registry: everything about a rule but its check, which the
@@ -58,6 +63,8 @@ var registry = [...]RuleSpec{
 		"the VMI exists and has no other migration in flight"},
 	{RulePostCopyCancel, ModeEnforce, false, OnCancel,
 		"a migration in post-copy is not cancelled unless its VMIM carries " + ForceCancelAnnotation + `: "true"`},
+	{RuleRunningPathHealthy, ModeEnforce, true, OnRunning,
+		"no probe round that started after a running pre-copy (or Paused) migration began reports its path between source and target failing; enforce aborts it (deletes its VMIM, as `virtctl migrate-cancel` does), warn only records an event; post-copy is never aborted, missing or stale results abort nothing"},
 }
 
 // ForceCancelAnnotation, set to "true" on a VirtualMachineInstanceMigration, lets it be deleted
@@ -75,12 +82,14 @@ func RulesOn(r Request) []Rule {
 		return onCreate
 	case OnCancel:
 		return onCancel
+	case OnRunning:
+		return onRunning
 	}
 	return nil
 }
 
 // onCreate and onCancel are the registry's rules per request, derived once. Read-only.
-var onCreate, onCancel = rulesOn(OnCreate), rulesOn(OnCancel)
+var onCreate, onCancel, onRunning = rulesOn(OnCreate), rulesOn(OnCancel), rulesOn(OnRunning)
 
 func rulesOn(r Request) []Rule {
 	var out []Rule
