@@ -64,6 +64,9 @@ func outcomes() []outcome {
 		{WebhookKubeVirt, RuleNetworkMismatch, ResultWarned},
 	}
 	for _, spec := range settings.Registry() {
+		if spec.On == settings.OnRunning {
+			continue // judged by the path-abort controller, not by admission
+		}
 		w := WebhookVMIMCreate
 		if spec.On == settings.OnCancel {
 			w = WebhookVMIMDelete
