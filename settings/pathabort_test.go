@@ -38,7 +38,9 @@ func TestDecideAbort(t *testing.T) {
 	mtu := func(peer string) v1beta1.PeerPath {
 		return v1beta1.PeerPath{Node: peer, Reason: v1beta1.PathMTU, Largest: 1500}
 	}
-	unreach := func(peer string) v1beta1.PeerPath { return v1beta1.PeerPath{Node: peer, Reason: v1beta1.PathUnreachable} }
+	unreach := func(peer string) v1beta1.PeerPath {
+		return v1beta1.PeerPath{Node: peer, Reason: v1beta1.PathUnreachable}
+	}
 	healthy := []*v1beta1.PathReport{report("n1", net, t0, after), report("n2", net, t0, after), report("n3", net, t0, after)}
 	with := func(node string, round time.Time, failing ...v1beta1.PeerPath) []*v1beta1.PathReport {
 		out := []*v1beta1.PathReport{}
