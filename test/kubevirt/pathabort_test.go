@@ -131,7 +131,9 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, settings.ReasonMigrationPathBroken).WithTimeout(framework.Short).Should(ConsistOf(
 			And(HavePrefix("VirtualMachineInstanceMigration/m: "), ContainSubstring(pair)),
 			And(HavePrefix("VirtualMachineInstance/vm: "), ContainSubstring(pair))))
-		Eventually(func() error { return f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "m"}, &kubevirtv1.VirtualMachineInstanceMigration{}) }).
+		Eventually(func() error {
+			return f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "m"}, &kubevirtv1.VirtualMachineInstanceMigration{})
+		}).
 			WithContext(ctx).WithTimeout(framework.Long).Should(Satisfy(func(err error) bool { return client.IgnoreNotFound(err) == nil && err != nil }))
 		out := statusOf(ctx, ns, "m")
 		Expect(out).To(And(
