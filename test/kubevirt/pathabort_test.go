@@ -180,8 +180,11 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 	It("aborts nothing on stale results, and aborts once a fresh round sees the path fail", func(ctx context.Context) {
 		ns, source, target := vmOnNetwork(ctx, jumbo)
 		narrow(ctx, target, 1500)
-		Eventually(networkCondition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).
-			WithTimeout(framework.Long).Should(Equal("False/PathsFailing"))
+		Eventually(func(g Gomega) []v1beta1.PeerPath {
+			r := &v1beta1.PathReport{}
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: source}, r)).To(Succeed())
+			return r.Failing
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(ContainElement(HaveField("Node", target)), "the source's own report lists the pair")
 		By("both nodes' probe agents down until their failing results are stale")
 		for _, n := range []string{source, target} {
 			Expect(f.ProbeAgents.Hold(ctx, n, true)).To(Succeed())
