@@ -154,8 +154,11 @@ func (a *PathAbort) act(ctx context.Context, vmi *kubevirtv1.VirtualMachineInsta
 		if err := a.Client.Delete(ctx, vmim, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 				// migranet's own postCopyCancel rule: the migration switched to post-copy since.
+				// Take the annotation back: it would say the migration was aborted.
 				log.Info("abort refused", "error", err.Error())
-				return nil
+				undo := client.MergeFrom(vmim.DeepCopy())
+				delete(vmim.Annotations, settings.AbortedAnnotation)
+				return client.IgnoreNotFound(a.Client.Patch(ctx, vmim, undo))
 			}
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
+	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
 	"github.com/migranet/migranet/test/sim"
 )
@@ -91,9 +92,12 @@ func statusOf(ctx context.Context, ns, name string) string {
 // agents see the break, and migranet deletes the migration as `virtctl migrate-cancel` does;
 // virt-controller then asks the source to abort.
 //
-// Faults injected, each seen to fail a spec here: DecideAbort ignoring the round's start (the
-// stale spec's migration is aborted as soon as it starts, from the results of before), the
-// controller ignoring the mode (warn aborts), post-copy judged (aborted).
+// Faults injected, each seen to fail a spec here: the controller recording the abort but not
+// deleting the VMIM (the first: not gone within the bound); DecideAbort ignoring the mode (warn
+// aborts: the second, no MigrationPathFailing event); DecideAbort judging post-copy like pre-copy
+// (the second: migranet's postCopyCancel refuses the delete, so the audit log's delete request of
+// the manager is what fails it); DecideAbort trusting any reported fault, stale or from before the
+// start (the third: the migration is aborted as it starts, so it never streams).
 var _ = Describe("a streaming migration whose path breaks", func() {
 	BeforeEach(func() {
 		// Never hides a defect in CI: see pathfailure_test.go's uplink spec.
@@ -175,6 +179,15 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 		}).WithTimeout(framework.Long).Should(Succeed())
 		Consistently(gone).WithContext(ctx).WithArguments(ns, "pc").WithTimeout(abortBound).Should(BeFalse(), "post-copy is never aborted")
 		Expect(pathEvents(ctx, ns, settings.ReasonMigrationPathBroken)).To(BeEmpty())
+		// migranet's own postCopyCancel would refuse the delete anyway: the path-abort controller
+		// must not even ask (the audit log holds every request of the manager's).
+		events, err := framework.ReadAudit(f.AuditLog(), env.ManagerUser)
+		Expect(err).NotTo(HaveOccurred())
+		for _, e := range events {
+			if e.ObjectRef != nil && e.ObjectRef.Resource == "virtualmachineinstancemigrations" && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == "pc" {
+				Expect(e.Verb).NotTo(BeElementOf("delete", "patch"), "migranet asked to abort the post-copy migration: %s", e)
+			}
+		}
 	})
 
 	It("aborts nothing on stale results, and aborts once a fresh round sees the path fail", func(ctx context.Context) {
