@@ -72,6 +72,8 @@ func TestDecideAbort(t *testing.T) {
 			streaming("n1", "n2", start, kubevirtv1.MigrationPreCopy), with("n2", after, unreach("n1")), ModeEnforce, now, AbortDelete, "no probe from n2 reaches n1"},
 		{"near miss: only the reverse direction drops full-size frames (the bulk flows n1 -> n2): not aborted",
 			streaming("n1", "n2", start, kubevirtv1.MigrationPreCopy), with("n2", after, mtu("n1")), ModeEnforce, now, AbortNone, "no failing path between n1 and n2"},
+		{"near miss: the same pair migrating the other way (n2 -> n1): n1's MTU fault is the reverse direction now",
+			streaming("n2", "n1", start, kubevirtv1.MigrationPreCopy), with("n1", after, mtu("n2")), ModeEnforce, now, AbortNone, "no failing path between n2 and n1"},
 		{"near miss: the source's path to another node fails",
 			streaming("n1", "n2", start, kubevirtv1.MigrationPreCopy), with("n1", after, mtu("n3")), ModeEnforce, now, AbortNone, "no failing path"},
 		{"near miss: the target's path to another node fails",

@@ -47,7 +47,7 @@ func benchAbort() ([]string, error) {
 	if err != nil {
 		return lines, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster")})
 	if err != nil {
 		return lines, err

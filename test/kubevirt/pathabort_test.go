@@ -32,7 +32,7 @@ const jumbo = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/2
 
 // streamHeld starts the held migration "m" of vmi "vm" (source) to target and waits until it
 // streams; the stand-in keeps it streaming whatever its path does until it is aborted.
-func streamHeld(ctx context.Context, ns, target string, annotations ...string) *kubevirtv1.VirtualMachineInstanceMigrationState {
+func streamHeld(ctx context.Context, ns, target string, annotations ...string) {
 	GinkgoHelper()
 	ann := sim.HandlerHoldAnnotation + `: "true"`
 	for _, a := range annotations {
@@ -41,14 +41,12 @@ func streamHeld(ctx context.Context, ns, target string, annotations ...string) *
 	yaml := fmt.Sprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstanceMigration\nmetadata:\n  name: m\n  namespace: %s\n  annotations: {%s}\n"+
 		"spec: {vmiName: vm, addedNodeSelector: {%s: %s}}\n", ns, ann, corev1.LabelHostname, target)
 	createWarned(yaml)
-	var ms *kubevirtv1.VirtualMachineInstanceMigrationState
 	Eventually(func(g Gomega) {
-		ms = vmi(ctx, ns, "vm").Status.MigrationState
+		ms := vmi(ctx, ns, "vm").Status.MigrationState
 		g.Expect(ms).NotTo(BeNil())
 		g.Expect(ms.StartTimestamp).NotTo(BeNil(), "streaming")
 		g.Expect(ms.TargetNodeDomainDetected).To(BeTrue())
 	}).WithTimeout(framework.Long).Should(Succeed())
-	return ms
 }
 
 // narrow sets node's uplink to mtu and registers the repair.
