@@ -8,7 +8,10 @@
 // policies existed (offenders.go). From the probe agents' PathReports the PathObserver (every
 // replica) publishes the paths' health (settings.PathStore) and PathStatus (leader only) writes the
 // Healthy condition and status.paths (pathobserver.go, pathstatus.go); ProbePlacement (leader only)
-// keeps the probe agent's DaemonSet on the nodes virt-handler may run on (probeplacement.go).
+// keeps the probe agent's DaemonSet on the nodes virt-handler may run on (probeplacement.go);
+// PathAbort (leader only) aborts a streaming pre-copy migration whose path fails, deleting its
+// VMIM as `virtctl migrate-cancel` does (rule runningPathHealthy, settings.DecideAbort;
+// pathabort.go).
 // It exports the same observation as Prometheus gauges (metrics.go) and records an event on each condition transition. It imports only settings.
 //
 // The per-node probe agent that writes the PathReports is netcontroller/nodeagent: a process of

@@ -38,6 +38,9 @@ type PathObserver struct {
 	// Changed, when set, is sent an event (never blocking) after each publish: the path status
 	// writer's trigger, so it reads a health at least as new as the event. Buffer it.
 	Changed chan event.GenericEvent
+	// Published, when set, is sent an event (never blocking) after each publish too: the
+	// path-abort controller's trigger. Buffer it.
+	Published chan event.GenericEvent
 
 	// longest is the longest last round, in nanoseconds, of the current network's reports.
 	longest atomic.Int64
@@ -106,9 +109,12 @@ func (o *PathObserver) Reconcile(ctx context.Context, req reconcile.Request) (re
 	reports = settings.CurrentReports(reports, settings.VirtHandlerUIDs(handlers))
 	o.longest.Store(int64(LongestRound(network, reports)))
 	o.Paths.Publish(settings.Paths(network, reports))
-	if o.Changed != nil {
+	for _, ch := range []chan event.GenericEvent{o.Changed, o.Published} {
+		if ch == nil {
+			continue
+		}
 		select {
-		case o.Changed <- event.GenericEvent{Object: &v1beta1.Setting{ObjectMeta: settingKey()}}:
+		case ch <- event.GenericEvent{Object: &v1beta1.Setting{ObjectMeta: settingKey()}}:
 		default: // an event is pending already: the reconcile it starts reads this health or a newer one
 		}
 	}

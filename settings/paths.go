@@ -42,7 +42,9 @@ type PathFault struct {
 	Reason string
 	// MTU is the frame size probed; Largest, for PathMTU, the largest frame that crossed.
 	MTU, Largest int
-	freshUntil   time.Time
+	// Round is when the round that found the fault started (the reporting node's last round).
+	Round      time.Time
+	freshUntil time.Time
 }
 
 // Message is the fault in one actionable line, naming both nodes.
@@ -86,7 +88,7 @@ func Paths(network string, reports []*v1beta1.PathReport) *PathHealth {
 			continue
 		}
 		for _, p := range r.Failing {
-			f := PathFault{From: r.Name, To: p.Node, Reason: p.Reason, MTU: int(r.MTU), Largest: int(p.Largest), freshUntil: n.freshUntil}
+			f := PathFault{From: r.Name, To: p.Node, Reason: p.Reason, MTU: int(r.MTU), Largest: int(p.Largest), Round: n.roundStarted, freshUntil: n.freshUntil}
 			h.faults[f.From] = append(h.faults[f.From], f)
 			if f.To != f.From {
 				h.faults[f.To] = append(h.faults[f.To], f)

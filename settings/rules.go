@@ -14,6 +14,8 @@ const (
 	RuleVMIState       Rule = "vmiState"
 	RulePostCopyCancel Rule = "postCopyCancel"
 	RuleHCONetwork     Rule = "hcoNetwork"
+	// RuleRunningPathHealthy judges a migration already streaming: its path must not fail.
+	RuleRunningPathHealthy Rule = "runningPathHealthy"
 )
 
 // Request is the VMIM request a rule judges.
@@ -28,6 +30,9 @@ const (
 	// OnHyperConverged: choosing the migration network on HCO's HyperConverged CR (create or
 	// update of its liveMigrationConfig.network).
 	OnHyperConverged Request = "HyperConverged network"
+	// OnRunning: a migration already streaming (no request: the path-abort controller judges it
+	// whenever the probe results or the migration change).
+	OnRunning Request = "running"
 )
 
 // RuleSpec is one entry of the rule registry: everything about a rule but its check, which the
@@ -64,6 +69,8 @@ var registry = [...]RuleSpec{
 		"a migration in post-copy is not cancelled unless its VMIM carries " + ForceCancelAnnotation + `: "true"`},
 	{RuleHCONetwork, ModeEnforce, true, OnHyperConverged,
 		"the NetworkAttachmentDefinition it names exists in the HyperConverged CR's namespace and can carry migrations: a bridge or macvlan NAD with a whereabouts range holding an address for every node that runs virt-handler, on nodes that carry its cluster network (NADs of other types are admitted with a warning: not judged)"},
+	{RuleRunningPathHealthy, ModeEnforce, true, OnRunning,
+		"no probe round that started after a running pre-copy (or Paused) migration began reports its path between source and target failing; enforce aborts it (deletes its VMIM, as `virtctl migrate-cancel` does), warn only records an event; post-copy is never aborted, missing or stale results abort nothing"},
 }
 
 // ForceCancelAnnotation, set to "true" on a VirtualMachineInstanceMigration, lets it be deleted
@@ -81,12 +88,14 @@ func RulesOn(r Request) []Rule {
 		return onCreate
 	case OnCancel:
 		return onCancel
+	case OnRunning:
+		return onRunning
 	}
 	return nil
 }
 
 // onCreate and onCancel are the registry's rules per request, derived once. Read-only.
-var onCreate, onCancel = rulesOn(OnCreate), rulesOn(OnCancel)
+var onCreate, onCancel, onRunning = rulesOn(OnCreate), rulesOn(OnCancel), rulesOn(OnRunning)
 
 func rulesOn(r Request) []Rule {
 	var out []Rule

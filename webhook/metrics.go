@@ -66,6 +66,9 @@ func outcomes() []outcome {
 		{WebhookKubeVirt, RuleNetworkMismatch, ResultWarned},
 	}
 	for _, spec := range settings.Registry() {
+		if spec.On == settings.OnRunning {
+			continue // judged by the path-abort controller, not by admission
+		}
 		w := WebhookVMIMCreate
 		switch spec.On {
 		case settings.OnCancel:

@@ -125,8 +125,9 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 	// agents' PathReports, read by admission (rule pathHealthy) and written to the setting's status
 	// (Healthy, paths) by the leader.
 	paths := &settings.PathStore{}
-	pathsChanged := make(chan event.GenericEvent, 1)
-	pathObserver := &netcontroller.PathObserver{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Changed: pathsChanged}
+	pathsChanged, pathsPublished := make(chan event.GenericEvent, 1), make(chan event.GenericEvent, 1)
+	pathObserver := &netcontroller.PathObserver{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Paths: paths,
+		Changed: pathsChanged, Published: pathsPublished}
 	if err := pathObserver.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the path observer: %w", err)
 	}
@@ -134,6 +135,11 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 		KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Observer: pathObserver, Changed: pathsChanged,
 		Metrics: m.network}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the path status writer: %w", err)
+	}
+	// The leader aborts a streaming pre-copy migration whose path fails (rule runningPathHealthy).
+	if err := (&netcontroller.PathAbort{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("migranet-" + netcontroller.PathAbortControllerName),
+		KubeVirtNamespace: f.kubevirtNamespace, Paths: paths, Published: pathsPublished}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the path-abort controller: %w", err)
 	}
 	if err := (&netcontroller.ProbePlacement{Client: mgr.GetClient(), Namespace: f.probeNamespace,
 		KubeVirtNamespace: f.kubevirtNamespace}).SetupWithManager(mgr); err != nil {

@@ -35,6 +35,7 @@ import (
 
 // statusUsage is the help of migranet status.
 var statusUsage = `Usage: migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-w] [-o table|json] [--request-timeout 30s]
+       migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] NAME
 
 Shows the live migrations (VirtualMachineInstanceMigrations) of a namespace, one row each: VMI,
 source → target node, phase, mode (pre-copy, post-copy, paused), network (pod or migration),
@@ -43,6 +44,13 @@ state of the migration network (the vm-migration-network Setting). Migrations in
 first; finished ones stay listed after them. With -w it keeps watching and prints a line each time
 a migration's state or the network changes, until Ctrl-C; --request-timeout then limits the
 start of the watch (1m when 0), not its stream.
+
+With a migration NAME it tells that migration's story, for one that failed, is stuck or is slow:
+its cause in one line, then in order whether it was admitted (and with which warnings), how its
+target pod was steered, scheduled or why it is Pending, when and where its stream started, its
+progress, the path verdict between its two nodes, how it ended, and what to do. It also works
+once the migration is gone (cancelled, or aborted by migranet) or was refused, from the events
+the cluster keeps (an hour, by default).
 
 Exit status: 0 listed (or watch ended by Ctrl-C), 1 the cluster could not be read, 2 bad usage or
 no usable kubeconfig.
@@ -71,6 +79,8 @@ type statusFlags struct {
 	clusterFlags
 	output string
 	watch  bool
+	// migration, when set, asks for that one migration's story instead of the list.
+	migration string
 }
 
 // runStatus runs migranet status until it is done or interrupted.
@@ -105,6 +115,12 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fail(statusClusterErr, "%s", explain(err, cfg, &f.clusterFlags))
+	}
+	if f.migration != "" {
+		if err := explainMigration(ctx, c, f, namespace, f.migration, stdout); err != nil {
+			return fail(statusClusterErr, "%s", explain(err, cfg, &f.clusterFlags))
+		}
+		return statusOK
 	}
 	vmims, vmis, err := readMigrations(ctx, c, namespace)
 	if err != nil {
@@ -149,8 +165,13 @@ func parseStatusFlags(args []string) (*statusFlags, error) {
 	if err := fs.Parse(kubectlShortFlags(args)); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q: status lists every migration of a namespace; choose it with -n NAMESPACE, or -A for all", fs.Arg(0))
+	switch {
+	case fs.NArg() > 1:
+		return nil, fmt.Errorf("unexpected argument %q: status takes at most one migration name (migranet status -n NAMESPACE NAME)", fs.Arg(1))
+	case fs.NArg() == 1 && (f.allNamespaces || f.watch):
+		return nil, fmt.Errorf("a migration name (%q) tells one migration's story: it takes -n NAMESPACE, not -A or -w", fs.Arg(0))
+	case fs.NArg() == 1:
+		f.migration = fs.Arg(0)
 	}
 	if err := checkOutput(f.output); err != nil {
 		return nil, err

@@ -73,7 +73,9 @@ func TestStatusErrors(t *testing.T) {
 	}{
 		{name: "bad output", args: []string{"-o", "yaml"}, code: 2, stderr: []string{`-o "yaml": the output format must be one of table, json`, "migranet status -h"}},
 		{name: "bad joined output", args: []string{"-owide"}, code: 2, stderr: []string{`-o "wide"`}},
-		{name: "argument", args: []string{"my-vmim"}, code: 2, stderr: []string{`unexpected argument "my-vmim"`, "-n NAMESPACE"}},
+		{name: "two arguments", args: []string{"my-vmim", "other"}, code: 2, stderr: []string{`unexpected argument "other"`, "-n NAMESPACE NAME"}},
+		{name: "a name with -A", args: []string{"-A", "my-vmim"}, code: 2, stderr: []string{`a migration name ("my-vmim")`, "not -A or -w"}},
+		{name: "a name with -w", args: []string{"-w", "my-vmim"}, code: 2, stderr: []string{`a migration name ("my-vmim")`, "not -A or -w"}},
 		{name: "unknown flag", args: []string{"--selector", "a=b"}, code: 2, stderr: []string{"flag provided but not defined: -selector"}},
 		{name: "namespace without value", args: []string{"-n"}, code: 2, stderr: []string{"flag needs an argument: -n"}},
 		{name: "empty namespace", args: []string{"--namespace="}, code: 2, stderr: []string{"needs a namespace name"}},

@@ -39,6 +39,7 @@ func main() {
 		{"admission", benchAdmission},
 		{"reconcile", reconcile},
 		{"probe", benchProbe},
+		{"abort", benchAbort},
 	}
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)

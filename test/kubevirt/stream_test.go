@@ -27,9 +27,6 @@ import (
 // what crossed, judged by KubeVirt's own migration monitor rules (sim.Monitor) with the values of
 // the KubeVirt CR that KubeVirt's own virt-controller copies onto the VMI.
 
-// jumbo is a migration network whose frames are wider than a default uplink's.
-const jumbo = `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
-
 // stuckText is KubeVirt's progress-timeout failure reason (live-migration-source.go).
 var stuckText = regexp.MustCompile(`^Live migration stuck for (\d+) seconds and has been aborted$`)
 

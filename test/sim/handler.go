@@ -37,8 +37,9 @@ const (
 	// migrate` carries no annotation, but a VirtualMachine's spec.template.metadata.annotations
 	// reach its VMI (virt-controller copies them), so every migration of that VM runs post-copy.
 	HandlerModeAnnotation = "handler.sim.migranet.io/mode"
-	// HandlerHoldAnnotation "true" keeps the migration running (never completed) until removed;
-	// read, like HandlerModeAnnotation, from the migration, else from the VMI.
+	// HandlerHoldAnnotation "true" keeps the migration running (never completed, and, once the
+	// target has the domain, never failed by its path) until removed or aborted; read, like
+	// HandlerModeAnnotation, from the migration, else from the VMI.
 	HandlerHoldAnnotation = "handler.sim.migranet.io/hold"
 	// HandlerDirtyRateAnnotation is the rate at which the guest dirties its memory while it migrates,
 	// a quantity per second ("16Mi"): each pre-copy round after the first sends what the one
@@ -358,6 +359,13 @@ func sourceStep(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.Virtual
 		// The monitor switched the migration (updateVMIMigrationMode).
 		return migrationState(map[string]any{"mode": rep.Mode})
 	case rep != nil:
+	case (path.Broken || path.Stalls) && held(vmi, vmim):
+		// A held migration streams on whatever its path does: the scenario ends it (an abort, or
+		// the annotation's removal), as a migration of a guest too big to stall out would.
+		if scripted(vmi, vmim, HandlerModeAnnotation) == string(kubevirtv1.MigrationPostCopy) && ms.Mode != kubevirtv1.MigrationPostCopy {
+			return migrationState(map[string]any{"mode": kubevirtv1.MigrationPostCopy})
+		}
+		return nil
 	case path.Broken:
 		return failMigration(fmt.Sprintf("Live migration failed dial tcp %s: connect: %s", ms.TargetNodeAddress, path.Why))
 	case path.Stalls && ms.TargetNodeDomainDetected && time.Since(ms.StartTimestamp.Time) >= migrationTime:
@@ -382,6 +390,11 @@ const stuckSeconds = 150
 // migrationMetadata.Failed).
 func failMigration(reason string) map[string]any {
 	return migrationState(map[string]any{"failed": true, "endTimestamp": metav1.Now(), "failureReason": reason})
+}
+
+// held reports whether the scenario holds the migration running (HandlerHoldAnnotation).
+func held(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration) bool {
+	return vmim != nil && vmi.Status.MigrationState.TargetNodeDomainDetected && scripted(vmi, vmim, HandlerHoldAnnotation) == "true"
 }
 
 // scripted returns the scenario's annotation key: the migration's, else the VMI's.

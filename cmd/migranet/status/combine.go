@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/migranet/migranet/settings"
 )
 
 // States of the STATE column, before any ": reason".
@@ -152,13 +154,13 @@ func combinedState(vmim *kubevirtv1.VirtualMachineInstanceMigration, vmi *kubevi
 	case kubevirtv1.MigrationFailed:
 		if s.AbortStatus == kubevirtv1.MigrationAbortSucceeded ||
 			(s.AbortStatus != kubevirtv1.MigrationAbortFailed && (s.AbortRequested || abortCond)) {
-			return StateCancelled, ""
+			return StateCancelled, abortedBy(vmim, "")
 		}
 		return StateFailed, failureReason(vmim, s)
 	}
 	switch {
 	case vmim.DeletionTimestamp != nil:
-		return StateCancelling, "migration deleted"
+		return StateCancelling, abortedBy(vmim, "migration deleted")
 	case vmi == nil:
 		return StateVMIMissing, fmt.Sprintf("VirtualMachineInstance %s not found", vmim.Spec.VMIName)
 	case s.AbortStatus == kubevirtv1.MigrationAbortSucceeded:
@@ -185,6 +187,15 @@ func combinedState(vmim *kubevirtv1.VirtualMachineInstanceMigration, vmi *kubevi
 		return state, blockingReason(vmim)
 	}
 	return StateUnknown, "phase " + string(vmim.Status.Phase)
+}
+
+// abortedBy is the reason of a migration migranet aborted (settings.AbortedAnnotation, set just
+// before its delete), else otherwise.
+func abortedBy(vmim *kubevirtv1.VirtualMachineInstanceMigration, otherwise string) string {
+	if why := vmim.Annotations[settings.AbortedAnnotation]; why != "" {
+		return "aborted by migranet: " + oneLine(why)
+	}
+	return otherwise
 }
 
 // phaseStates names the phases before the migration itself runs.
