@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -68,6 +70,34 @@ func TestSignaturesVerify(t *testing.T) {
 		if verifyBlob(otherPub, s, data) == nil {
 			t.Errorf("%s: verifies with another key", file)
 		}
+	}
+	// The same check by another standard tool, as docs/install.md shows it: openssl over the DER
+	// signature.
+	tmp := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	der, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(read(sumsSignature))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums := read("SHA256SUMS")
+	openssl := func(data []byte) (string, error) {
+		out, err := exec.Command("openssl", "dgst", "-sha256", "-verify", write("release-key.pub", pub),
+			"-signature", write("SHA256SUMS.der", der), write("SHA256SUMS", data)).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := openssl(sums); err != nil || !strings.Contains(out, "Verified OK") {
+		t.Errorf("openssl dgst -verify SHA256SUMS: %v %s", err, out)
+	}
+	changed := bytes.Clone(sums)
+	changed[len(changed)/2] ^= 1
+	if out, err := openssl(changed); err == nil {
+		t.Errorf("openssl verified SHA256SUMS with a changed byte: %s", out)
 	}
 	if verifyBlob(pub, read(sumsSignature), read(imagePayload)) == nil {
 		t.Errorf("SHA256SUMS's signature verifies the image payload")
