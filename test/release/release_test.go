@@ -65,6 +65,7 @@ type cut struct {
 	dir    string // DIST/VERSION
 	output string // what make printed
 	err    error
+	kept   bool // in the cache of cuts (keptCut): not removed after the run
 }
 
 // makeRelease runs `make release` (the admin's command) with VERSION version into a DIST under
@@ -85,10 +86,15 @@ var (
 	first     cut
 )
 
-// theRelease is the release every check reads, cut once per run.
+// theRelease is the release every check reads, unsigned: cut once per run, or kept from an
+// earlier run of the same commit and release machinery (keptCut).
 func theRelease(t *testing.T) string {
 	t.Helper()
 	firstOnce.Do(func() {
+		var ok bool
+		if first, ok = keptCut(); ok {
+			return
+		}
 		dist, err := os.MkdirTemp("", "migranet-release-")
 		if err != nil {
 			first.err = err
@@ -106,7 +112,7 @@ func theRelease(t *testing.T) string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	for _, c := range []cut{first, signed} {
-		if c.dir != "" && code == 0 {
+		if c.dir != "" && !c.kept && code == 0 {
 			_ = os.RemoveAll(filepath.Dir(c.dir))
 		}
 	}
