@@ -1,6 +1,8 @@
 package release
 
 import (
+	"io"
+	"log"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -49,7 +51,7 @@ func TestPushKeepsTheDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(registry.New())
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://")+"/migranet:"+testVersion, name.Insecure)
 	if err != nil {
