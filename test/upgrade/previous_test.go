@@ -24,7 +24,7 @@ func TestChooseRelease(t *testing.T) {
 		"manifests changed since v0.2.0: from v0.2.0":           {[]Release{v2, v1}, "manifests of v0.3.0", "c2", "the newest release"},
 		"only v0.1.0, the work tree changed: from v0.1.0":       {[]Release{v1}, "manifests of v0.2.0", "c1", "v0.1.0"},
 		"only v0.1.0, the work tree is v0.1.0: none":            {[]Release{v1}, "manifests of v0.1.0", "", ""},
-		"an older release renders as the current too":          {[]Release{v2, v0, v1}, "manifests of v0.2.0", "c1", "v0.2.0, v0.0.1 render"},
+		"an older release renders as the current too":           {[]Release{v2, v0, v1}, "manifests of v0.2.0", "c1", "v0.2.0, v0.0.1 render"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			from, ok, err := chooseRelease(tc.rels, []byte(tc.current), render)
