@@ -57,6 +57,8 @@ test-integration: ## Ginkgo suites against the real local control plane
 	bash test/tools/build.sh all >/dev/null
 	bash test/tools/build.sh promtool >/dev/null
 	bash test/tools/build.sh helm >/dev/null
+	bash test/tools/build.sh cyclonedx-gomod >/dev/null
+	bash test/tools/build.sh krew >/dev/null
 	mkdir -p $(RESULTS)
 	set -o pipefail; MIGRANET_TEST_RESULTS=$(abspath $(RESULTS)) \
 	  $(GO) test -json -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/... | $(SUMMARY) stream $(RESULTS)/integration.json
