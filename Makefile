@@ -14,7 +14,7 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart bundle verify vendor-patches deploy undeploy image release clean
+.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart bundle verify vendor-patches deploy undeploy image release release-key clean
 
 # `make` alone lists the targets: every target carries a `## ` comment, which help prints.
 .DEFAULT_GOAL := help
@@ -58,6 +58,8 @@ test-integration: ## Ginkgo suites against the real local control plane
 	bash test/tools/build.sh promtool >/dev/null
 	bash test/tools/build.sh helm >/dev/null
 	bash test/tools/build.sh openshift >/dev/null
+	bash test/tools/build.sh cyclonedx-gomod >/dev/null
+	bash test/tools/build.sh krew >/dev/null
 	mkdir -p $(RESULTS)
 	set -o pipefail; MIGRANET_TEST_RESULTS=$(abspath $(RESULTS)) \
 	  $(GO) test -json -count=1 -p 1 -timeout $(INTEGRATION_TIMEOUT) ./test/... | $(SUMMARY) stream $(RESULTS)/integration.json
@@ -127,13 +129,25 @@ image: ## container image IMG (docker or podman; CONTAINER_TOOL=podman)
 # as REGISTRY/migranet:VERSION@sha256:...; the default, registry.invalid, resolves nowhere (RFC 2606),
 # so a manifest cut without REGISTRY cannot pull anything but fails visibly.
 REGISTRY ?= registry.invalid
+RELEASE_KEY ?= $(HOME)/.config/migranet/release-signing.key
 DIST ?= dist
 # The release renders manifests/ with the kustomize of the pinned kubectl (v1.34.4, kustomize v5.7.1),
 # not whatever kubectl is on PATH: another kustomize may render other bytes.
 RELEASE_KUBECTL ?= $(shell bash test/tools/build.sh kubernetes)/kubectl
 
-release: ## VERSION=vX.Y.Z [REGISTRY=...]: DIST/VERSION/ with the OCI image archive, migranet.yaml pinned by digest, SHA256SUMS; no container daemon
-	$(GO) run ./test/release/build -version "$(VERSION)" -registry "$(REGISTRY)" -kubectl "$(RELEASE_KUBECTL)" -out "$(DIST)"
+# BASE_URL is where the release folder's files will be downloaded from (the krew manifest's URIs);
+# the default resolves nowhere, like REGISTRY's. SIGNING_KEY is the private key that signs
+# SHA256SUMS and the image (docs/install.md#verifying-a-release); without it the cut says it is unsigned.
+BASE_URL ?= https://downloads.invalid/migranet/$(VERSION)
+SIGNING_KEY ?=
+CYCLONEDX_GOMOD = $(shell bash test/tools/build.sh cyclonedx-gomod)
+
+release: ## VERSION=vX.Y.Z [REGISTRY=...] [BASE_URL=...] [SIGNING_KEY=...]: DIST/VERSION/ with the image index, CLI archives, SBOMs, krew and install manifests, SHA256SUMS, signatures; no container daemon
+	$(GO) run ./test/release/build -version "$(VERSION)" -registry "$(REGISTRY)" -base-url "$(BASE_URL)" -kubectl "$(RELEASE_KUBECTL)" \
+	  -cyclonedx "$(CYCLONEDX_GOMOD)" -signing-key "$(SIGNING_KEY)" -out "$(DIST)"
+
+release-key: ## once per project: a new release signing key pair, private at RELEASE_KEY (never in git), public at docs/release-key.pub
+	$(GO) run ./test/release/build -generate-key "$(RELEASE_KEY)" -public-key docs/release-key.pub
 
 vendor-patches: ## apply the KubeVirt patch series (v1.9.0, v1.8.4), build the patched v1.8.4 virt-handler, run upstream's tests of the touched packages
 	bash vendor-patches/run.sh virt-handler

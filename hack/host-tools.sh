@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # host-tools.sh installs, with Debian's apt, the host commands the local cluster's real node
 # networks need (ip, unshare, mount, ping, nft), and for `test` also QEMU and the assembler the
-# live-migration harness needs. It installs only what is missing, only as root on a machine with
+# live-migration harness needs, the user-mode QEMU test/release runs the arm64 image's binary with,
+# and openssl, which checks the release's signatures beside sigstore's library. It installs only what is missing, only as root on a machine with
 # apt-get; elsewhere it names what is missing once and leaves the choice to the caller (make dev
 # then falls back to simulated node networks and says so).
 #   bash hack/host-tools.sh dev|test
@@ -11,6 +12,8 @@ declare -A pkg=([ip]=iproute2 [unshare]=util-linux [mount]=mount [ping]=iputils-
 if [ "$what" = test ]; then
   pkg[qemu-system-x86_64]=qemu-system-x86
   pkg[as]=binutils
+  pkg[qemu-aarch64-static]=qemu-user-static
+  pkg[openssl]=openssl
 fi
 missing=()
 for c in "${!pkg[@]}"; do command -v "$c" >/dev/null || missing+=("${pkg[$c]}"); done

@@ -142,11 +142,11 @@ func TestClusterLoadErrors(t *testing.T) {
 	mains := map[string]func(args []string) (int, string){
 		"status": func(args []string) (int, string) {
 			var out, errOut bytes.Buffer
-			return statusMain(context.Background(), args, &out, &errOut), errOut.String()
+			return statusMain(context.Background(), defaultName, args, &out, &errOut), errOut.String()
 		},
 		"preflight": func(args []string) (int, string) {
 			var out, errOut bytes.Buffer
-			return preflightMain(context.Background(), append(args, "vm"), &out, &errOut), errOut.String()
+			return preflightMain(context.Background(), defaultName, append(args, "vm"), &out, &errOut), errOut.String()
 		},
 	}
 	tests := []struct {

@@ -18,7 +18,7 @@ var commands = map[string]string{
 // runMain runs migranet with args and returns its exit status, stdout and stderr.
 func runMain(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := run(args, &out, &errOut)
+	code := run(defaultName, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

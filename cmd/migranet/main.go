@@ -28,33 +28,35 @@ Run 'migranet <command> -h' (or 'migranet help <command>') for a command's flags
 `
 
 // main runs the command its arguments name and exits with its status.
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(commandName(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr)) }
 
 // run runs the command args name, writing to stdout and stderr, and returns the exit status:
-// help goes to stdout (exit 0), usage errors to stderr (exit 2).
-func run(args []string, stdout, stderr io.Writer) int {
+// help goes to stdout (exit 0), usage errors to stderr (exit 2). name is the command as the user
+// typed it (commandName): help and errors name commands that way.
+func run(name string, args []string, stdout, stderr io.Writer) int {
+	usage := asTyped(name, usage)
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
 	case "manager":
-		return runManager(args[1:], stdout, stderr, false)
+		return runManager(name, args[1:], stdout, stderr, false)
 	case "dev":
-		return runManager(args[1:], stdout, stderr, true)
+		return runManager(name, args[1:], stdout, stderr, true)
 	case "validate":
-		return runValidate(args[1:], stdout, stderr)
+		return runValidate(name, args[1:], stdout, stderr)
 	case "status":
-		return runStatus(args[1:], stdout, stderr)
+		return runStatus(name, args[1:], stdout, stderr)
 	case "preflight":
-		return runPreflight(args[1:], stdout, stderr)
+		return runPreflight(name, args[1:], stdout, stderr)
 	case "probe":
-		return runProbe(args[1:], stdout, stderr)
+		return runProbe(name, args[1:], stdout, stderr)
 	case "version", "--version":
-		return runVersion(args[1:], stdout, stderr)
+		return runVersion(name, args[1:], stdout, stderr)
 	case "help":
 		if len(args) > 1 && args[1] != "help" {
-			return run([]string{args[1], "-h"}, stdout, stderr) // migranet help COMMAND
+			return run(name, []string{args[1], "-h"}, stdout, stderr) // migranet help COMMAND
 		}
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -62,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "migranet: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "%s: unknown command %q\n\n%s", name, args[0], usage)
 		return 2
 	}
 }

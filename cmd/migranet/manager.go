@@ -133,24 +133,24 @@ func parseManagerFlags(args []string, dev bool) (*managerFlags, *flag.FlagSet, e
 }
 
 // runManager runs migranet manager (dev: migranet dev) until it stops and returns its exit code.
-func runManager(args []string, stdout, stderr io.Writer, dev bool) int {
+func runManager(name string, args []string, stdout, stderr io.Writer, dev bool) int {
 	f, fs, err := parseManagerFlags(args, dev)
 	if errors.Is(err, flag.ErrHelp) {
 		usage := managerUsage
 		if dev {
 			usage = devUsage
 		}
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, asTyped(name, usage))
 		printDefaults(stdout, fs)
 		return 0
 	} else if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\nRun '%s -h' for its flags.\n", fs.Name(), err, fs.Name())
+		fmt.Fprint(stderr, asTyped(name, fmt.Sprintf("%s: %v\nRun '%s -h' for its flags.\n", fs.Name(), err, fs.Name())))
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), zap.WriteTo(stderr)))
 	d := &drain{delay: f.shutdownDelay}
 	if err := startManager(d.context(), f, dev, d); err != nil {
-		fmt.Fprintln(stderr, "migranet:", err)
+		fmt.Fprintln(stderr, name+":", err)
 		return 1
 	}
 	return 0

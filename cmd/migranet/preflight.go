@@ -62,21 +62,21 @@ type preflightFlags struct {
 }
 
 // runPreflight runs migranet preflight until it is done or interrupted.
-func runPreflight(args []string, stdout, stderr io.Writer) int {
+func runPreflight(name string, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return preflightMain(ctx, args, stdout, stderr)
+	return preflightMain(ctx, name, args, stdout, stderr)
 }
 
 // preflightMain is migranet preflight with its context given; it returns the exit code.
-func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func preflightMain(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
-		_, _ = fmt.Fprintf(stderr, "migranet preflight: "+format+"\n", a...)
+		_, _ = fmt.Fprint(stderr, asTyped(name, fmt.Sprintf("migranet preflight: "+format+"\n", a...)))
 		return preflightError
 	}
 	f, err := parsePreflightFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		_, _ = fmt.Fprint(stdout, preflightUsage)
+		_, _ = fmt.Fprint(stdout, asTyped(name, preflightUsage))
 		return preflightAdmitted
 	}
 	if err != nil {
@@ -96,7 +96,7 @@ func preflightMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	user, userErr := whoAmI(ctx, c)
 	if userErr != nil {
-		_, _ = fmt.Fprintf(stderr, "migranet preflight: could not learn your username (%v): judged as an anonymous user, exemptUsers not applied\n", userErr)
+		_, _ = fmt.Fprintf(stderr, name+" preflight: could not learn your username (%v): judged as an anonymous user, exemptUsers not applied\n", userErr)
 	}
 	vmim := &kubevirtv1.VirtualMachineInstanceMigration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace},

@@ -40,14 +40,14 @@ func TestParsePreflightFlags(t *testing.T) {
 
 func TestPreflightExitCodesOnUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := preflightMain(context.Background(), []string{"--kubeconfig", "/nonexistent", "vm"}, &out, &errOut); code != preflightError {
+	if code := preflightMain(context.Background(), defaultName, []string{"--kubeconfig", "/nonexistent", "vm"}, &out, &errOut); code != preflightError {
 		t.Errorf("missing kubeconfig: exit %d, want %d (%s)", code, preflightError, errOut.String())
 	}
-	if code := preflightMain(context.Background(), []string{}, &out, &errOut); code != preflightError {
+	if code := preflightMain(context.Background(), defaultName, []string{}, &out, &errOut); code != preflightError {
 		t.Errorf("no VMI: exit %d, want %d", code, preflightError)
 	}
 	out.Reset()
-	if code := preflightMain(context.Background(), []string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "kubectl migranet preflight") {
+	if code := preflightMain(context.Background(), defaultName, []string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "kubectl migranet preflight") {
 		t.Errorf("-h: exit %d, output %q", code, out.String())
 	}
 }

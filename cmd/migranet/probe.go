@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -125,22 +127,22 @@ func (f *probeFlags) check() (labels.Selector, error) {
 	return sel, nil
 }
 
-func runProbe(args []string, stdout, stderr io.Writer) int {
+func runProbe(name string, args []string, stdout, stderr io.Writer) int {
 	f, fs, err := parseProbeFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, probeUsage)
+		fmt.Fprint(stdout, asTyped(name, probeUsage))
 		printDefaults(stdout, fs)
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "migranet probe: %v\n", err)
+		fmt.Fprintf(stderr, "%s probe: %v\n", name, err)
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), zap.WriteTo(stderr)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := startProbe(ctx, f); err != nil {
-		fmt.Fprintf(stderr, "migranet probe: %v\n", err)
+		fmt.Fprintf(stderr, "%s probe: %v\n", name, err)
 		return 1
 	}
 	return 0

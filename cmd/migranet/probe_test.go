@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -40,7 +42,7 @@ func TestProbeFlags(t *testing.T) {
 		})
 	}
 	var out, errOut bytes.Buffer
-	if code := run([]string{"probe", "--port=-1", "--node=x"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--port") {
+	if code := run(defaultName, []string{"probe", "--port=-1", "--node=x"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--port") {
 		t.Errorf("exit %d, stderr %q: want 2 naming --port", code, errOut.String())
 	}
 }

@@ -84,21 +84,21 @@ type statusFlags struct {
 }
 
 // runStatus runs migranet status until it is done or interrupted.
-func runStatus(args []string, stdout, stderr io.Writer) int {
+func runStatus(name string, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return statusMain(ctx, args, stdout, stderr)
+	return statusMain(ctx, name, args, stdout, stderr)
 }
 
 // statusMain is migranet status with its context given; it returns the exit code.
-func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func statusMain(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
-		_, _ = fmt.Fprintf(stderr, "migranet status: "+format+"\n", a...)
+		_, _ = fmt.Fprint(stderr, asTyped(name, fmt.Sprintf("migranet status: "+format+"\n", a...)))
 		return code
 	}
 	f, err := parseStatusFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		_, _ = fmt.Fprint(stdout, statusUsage)
+		_, _ = fmt.Fprint(stdout, asTyped(name, statusUsage))
 		return statusOK
 	}
 	if err != nil {

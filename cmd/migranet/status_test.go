@@ -56,7 +56,7 @@ func runS(t *testing.T, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := statusMain(ctx, args, &out, &errOut)
+	code := statusMain(ctx, defaultName, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

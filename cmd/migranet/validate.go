@@ -61,14 +61,14 @@ type problem struct {
 const warningType = "Warning"
 
 // runValidate runs migranet validate and returns its exit code.
-func runValidate(args []string, stdout, stderr io.Writer) int {
+func runValidate(name string, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("migranet validate")
 	nodesFile := fs.String("nodes", "", "file of Node objects (multi-document or a List), e.g. from `kubectl get nodes -o yaml`")
 	kubevirtFile := fs.String("kubevirt", "", "file holding the KubeVirt CR, for spec.workloads.nodePlacement.nodeSelector")
 	serviceFile := fs.String("service-cidrs", "", "file of ServiceCIDR objects, e.g. from `kubectl get servicecidrs -o yaml` (needs --nodes)")
 	output := fs.String("o", "text", "output format: text or json")
 	usage := func(w io.Writer) {
-		fmt.Fprint(w, validateUsage)
+		fmt.Fprint(w, asTyped(name, validateUsage))
 		printDefaults(w, fs)
 	}
 	files, err := parseInterspersed(fs, args)
@@ -77,19 +77,19 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		return exitValid
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "migranet validate: %v\nRun 'migranet validate -h' for its flags.\n", err)
+		fmt.Fprintf(stderr, "%s validate: %v\nRun '%s validate -h' for its flags.\n", name, err, name)
 		return exitUsage
 	}
 	if *output != "text" && *output != "json" {
-		fmt.Fprintf(stderr, "migranet validate: -o must be text or json, not %q\n", *output)
+		fmt.Fprintf(stderr, name+" validate: -o must be text or json, not %q\n", *output)
 		return exitUsage
 	}
 	if len(files) == 0 {
-		fmt.Fprintln(stderr, "migranet validate: no FILE given")
+		fmt.Fprintln(stderr, name+" validate: no FILE given")
 		usage(stderr)
 		return exitUsage
 	}
-	note := func(format string, a ...any) { fmt.Fprintf(stderr, "migranet validate: "+format+"\n", a...) }
+	note := func(format string, a ...any) { fmt.Fprintf(stderr, name+" validate: "+format+"\n", a...) }
 
 	var docs []settingDoc
 	var uplinks settings.Uplinks

@@ -18,7 +18,7 @@ func td(name string) string { return filepath.Join("testdata", "validate", name)
 
 func runV(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = runValidate(args, &out, &errOut)
+	code = runValidate(defaultName, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -96,7 +96,7 @@ func buildInfoCollector() prometheus.Collector {
 }
 
 // runVersion is `migranet version`.
-func runVersion(args []string, stdout, stderr io.Writer) int {
+func runVersion(name string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	output := fs.String("o", "text", "output format: text or json")
@@ -107,7 +107,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "migranet version: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "%s version: unexpected argument %q\n", name, fs.Arg(0))
 		return 2
 	}
 	b := readBuildInfo()
@@ -123,7 +123,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "migranet %s\ncommit: %s%s\ngo: %s\ntested with: Kubernetes %s; KubeVirt %s; built against %s\n",
 			b.Version, b.Commit, modified, b.GoVersion, b.Kubernetes, b.KubeVirt, b.API)
 	default:
-		fmt.Fprintf(stderr, "migranet version: -o %q: want text or json\n", *output)
+		fmt.Fprintf(stderr, "%s version: -o %q: want text or json\n", name, *output)
 		return 2
 	}
 	return 0

@@ -18,12 +18,12 @@ func TestVersion(t *testing.T) {
 	releaseVersion, releaseCommit = "v0.1.0", "0123456789abcdef0123456789abcdef01234567"
 	defer func() { releaseVersion, releaseCommit = "", "" }()
 	var out, errb bytes.Buffer
-	if rc := runVersion(nil, &out, &errb); rc != 0 || !strings.HasPrefix(out.String(), "migranet v0.1.0\ncommit: 0123456789abcdef") ||
+	if rc := runVersion(defaultName, nil, &out, &errb); rc != 0 || !strings.HasPrefix(out.String(), "migranet v0.1.0\ncommit: 0123456789abcdef") ||
 		!strings.Contains(out.String(), "tested with: Kubernetes v1.34.4; KubeVirt v1.8.4") {
 		t.Fatalf("rc %d, stdout %q, stderr %q", rc, out.String(), errb.String())
 	}
 	out.Reset()
-	if rc := runVersion([]string{"-o", "json"}, &out, &errb); rc != 0 {
+	if rc := runVersion(defaultName, []string{"-o", "json"}, &out, &errb); rc != 0 {
 		t.Fatalf("-o json: rc %d: %s", rc, errb.String())
 	}
 	var b buildInfo
@@ -33,7 +33,7 @@ func TestVersion(t *testing.T) {
 	if got := version(); got != "v0.1.0+0123456789ab" {
 		t.Errorf("version() = %q", got)
 	}
-	if rc := runVersion([]string{"-o", "yaml"}, &out, &errb); rc != 2 || !strings.Contains(errb.String(), "want text or json") {
+	if rc := runVersion(defaultName, []string{"-o", "yaml"}, &out, &errb); rc != 2 || !strings.Contains(errb.String(), "want text or json") {
 		t.Errorf("-o yaml: rc %d, stderr %q", rc, errb.String())
 	}
 	reg := prometheus.NewRegistry()

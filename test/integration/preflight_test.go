@@ -225,7 +225,7 @@ var _ = Describe("migranet preflight", func() {
 })
 
 var _ = Describe("a migration admitted with warnings", func() {
-	It("shows its warnings in migranet status, and kubectl migranet preflight runs as a plugin", func(ctx context.Context) {
+	It("shows its warnings in migranet status, and kubectl migranet preflight and status run as a plugin, naming themselves so", func(ctx context.Context) {
 		ns := f.Namespace(ctx)
 		p := &v1beta1.Setting{}
 		Expect(f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationPolicy}, p)).To(Succeed())
@@ -262,5 +262,22 @@ var _ = Describe("a migration admitted with warnings", func() {
 			g.Expect(code).To(Equal(0), errOut)
 			g.Expect(out).To(ContainSubstring("Warning: warned was admitted with: migranet feasibleTarget: no node can receive"))
 		}).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
+
+		By("kubectl migranet status, and a usage error that names the command as typed")
+		plugin := func(args ...string) (string, string, error) {
+			cmd := exec.CommandContext(ctx, f.Binaries.Kubectl, append([]string{"migranet"}, args...)...)
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Run()
+			return out.String(), errOut.String(), err
+		}
+		out, errOut, err := plugin("status", "-n", ns)
+		Expect(err).NotTo(HaveOccurred(), "kubectl migranet status: %s", errOut)
+		Expect(out).To(ContainSubstring("Warning: warned was admitted with: migranet feasibleTarget: no node can receive"))
+		_, errOut, err = plugin("preflight", "-n", ns)
+		Expect(err).To(HaveOccurred())
+		Expect(errOut).To(ContainSubstring("kubectl migranet preflight: missing the VMI"))
+		Expect(errOut).To(ContainSubstring("e.g. kubectl migranet preflight -n NAMESPACE VMI\nRun 'kubectl migranet preflight -h'"))
 	})
 })

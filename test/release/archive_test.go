@@ -17,8 +17,8 @@ import (
 func archiveName(version string) string { return "migranet-" + version + ".oci.tar" }
 
 // loadArchive unpacks the release's image archive and loads it as an OCI image layout: the one
-// image its index names by the release's version.
-func loadArchive(t *testing.T, dir, version string) (v1.Image, v1.Descriptor) {
+// image index its index.json names by the release's version.
+func loadArchive(t *testing.T, dir, version string) (v1.ImageIndex, v1.Descriptor) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, archiveName(version)))
 	if err != nil {
@@ -33,23 +33,43 @@ func loadArchive(t *testing.T, dir, version string) (v1.Image, v1.Descriptor) {
 	if err != nil {
 		t.Fatalf("%s is not an OCI image layout: %v", archiveName(version), err)
 	}
-	idx, err := lp.ImageIndex()
+	top, err := lp.ImageIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := idx.IndexManifest()
+	im, err := top.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(im.Manifests) != 1 {
-		t.Fatalf("index.json lists %d manifests, want the release's one image", len(im.Manifests))
+		t.Fatalf("index.json lists %d manifests, want the release's one image index", len(im.Manifests))
 	}
 	desc := im.Manifests[0]
-	img, err := lp.Image(desc.Digest)
+	idx, err := top.ImageIndex(desc.Digest)
 	if err != nil {
-		t.Fatalf("image %s of the layout: %v", desc.Digest, err)
+		t.Fatalf("image index %s of the layout (index.json's entry is %s): %v", desc.Digest, desc.MediaType, err)
 	}
-	return img, desc
+	return idx, desc
+}
+
+// platformImage is the image idx lists for linux/arch, and its descriptor there.
+func platformImage(t *testing.T, idx v1.ImageIndex, arch string) (v1.Image, v1.Descriptor) {
+	t.Helper()
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range im.Manifests {
+		if d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == arch {
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				t.Fatalf("image %s (linux/%s) of the index: %v", d.Digest, arch, err)
+			}
+			return img, d
+		}
+	}
+	t.Fatalf("the image index lists no linux/%s image: %v", arch, im.Manifests)
+	return nil, v1.Descriptor{}
 }
 
 // untar writes a tar's directories and regular files under dir.

@@ -18,6 +18,10 @@ CNI_PLUGINS_VERSION=v1.9.1
 WHEREABOUTS_VERSION=v0.9.2
 # Helm 4, for the chart in manifests/chart (`helm template`, `helm lint` in test/chart).
 HELM_VERSION=v4.3.1
+# The release's SBOMs (cyclonedx-gomod bin) and the check of its krew manifest (krew's own
+# validate-krew-manifest and krew, pinned in test/tools/krew/go.mod).
+CYCLONEDX_GOMOD_VERSION=v1.10.0
+KREW_VERSION=v0.4.3
 # KubeVirt v1.8 needs kubevirt.io/virt-template-* v0.1.7 and github.com/rhobs/...: the module proxy
 # serves them, the checksum database does not answer for them. go.sum pins what was fetched.
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}kubevirt.io,github.com/rhobs
@@ -29,6 +33,8 @@ kvdir=$cache/kubevirt-$KUBEVIRT_VERSION
 promdir=$cache/prometheus-$PROMETHEUS_VERSION
 cnidir=$cache/cni-plugins-$CNI_PLUGINS_VERSION-whereabouts-$WHEREABOUTS_VERSION
 helmdir=$cache/helm-$HELM_VERSION
+cdxdir=$cache/cyclonedx-gomod-$CYCLONEDX_GOMOD_VERSION
+krewdir=$cache/krew-$KREW_VERSION
 log() { echo "migranet build: $*" >&2; }
 
 # progress prints one line per 100 packages compiled, so a long build visibly moves.
@@ -108,6 +114,18 @@ build_openshift() {
   log "scccheck and bundlecheck built in $((SECONDS - start)) s"
 }
 
+# build_krew builds krew and its validate-krew-manifest from the throwaway module in test/tools/krew
+# (krew's go.mod pins k8s.io/* v0.21, which must not reach migranet's).
+build_krew() {
+  [ -x "$krewdir/krew" ] && [ -x "$krewdir/validate-krew-manifest" ] && return 0
+  log "building krew $KREW_VERSION into $krewdir"
+  local tmp
+  tmp=$(mktemp -d "$cache/.krew.XXXX")
+  (cd "$here/krew" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/" sigs.k8s.io/krew/cmd/krew sigs.k8s.io/krew/cmd/validate-krew-manifest) \
+    || { log "krew build failed"; exit 1; }
+  mkdir -p "$krewdir" && mv "$tmp"/* "$krewdir"/ && rmdir "$tmp"
+}
+
 build_tool() { # dir pkg@version name [ldflags]
   [ -x "$1/$3" ] && return 0
   log "building $2"
@@ -144,5 +162,11 @@ case "${1:-all}" in
   openshift)
     build_openshift
     echo "$osdir" ;;
-  *) log "usage: build.sh [all|kubernetes|kubevirt|cni|controller-gen|promtool|helm|openshift]"; exit 2 ;;
+  cyclonedx-gomod)
+    build_tool "$cdxdir" github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_GOMOD_VERSION cyclonedx-gomod
+    echo "$cdxdir/cyclonedx-gomod" ;;
+  krew)
+    build_krew
+    echo "$krewdir" ;;
+  *) log "usage: build.sh [all|kubernetes|kubevirt|cni|controller-gen|promtool|helm|openshift|cyclonedx-gomod|krew]"; exit 2 ;;
 esac

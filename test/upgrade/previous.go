@@ -72,9 +72,13 @@ type From struct {
 	Why    string // which commit, and why that one
 }
 
-// PreviousRelease picks the commit to upgrade from: the newest release in CHANGELOG.md (HEAD while
-// it names none); while its manifests render the same as the work tree's (no second release yet),
-// the newest commit before it whose manifests render differently.
+// PreviousRelease picks the commit to upgrade from: the newest release in CHANGELOG.md whose
+// manifests render differently from the work tree's (HEAD while CHANGELOG.md names no release).
+// Right after a release's entry is written its manifests are the work tree's, so the upgrade runs
+// from the release before it (v0.1.0 once v0.2.0 is recorded) to the work tree, which renders as
+// the newest release. While every release renders as the work tree (one release, not yet
+// followed by a manifest change): the newest commit before the newest release whose manifests
+// render differently.
 func PreviousRelease(ctx context.Context, kubectl string) (From, error) {
 	changelog, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "CHANGELOG.md"))
 	if err != nil {
@@ -85,21 +89,20 @@ func PreviousRelease(ctx context.Context, kubectl string) (From, error) {
 		// No release named yet (the commit that cuts the first one cannot name itself): HEAD.
 		rels = []Release{{Version: "HEAD (CHANGELOG.md names no release with its commit yet)", Commit: "HEAD"}}
 	}
-	newest := rels[0]
-	if _, err := git(ctx, "cat-file", "-e", newest.Commit+"^{commit}"); err != nil {
-		return From{}, fmt.Errorf("CHANGELOG.md's %s names commit %s, which this clone does not hold (a squash or a rebase lost it?): %w", newest.Version, newest.Commit, err)
+	for _, r := range rels {
+		if _, err := git(ctx, "cat-file", "-e", r.Commit+"^{commit}"); err != nil {
+			return From{}, fmt.Errorf("CHANGELOG.md's %s names commit %s, which this clone does not hold (a squash or a rebase lost it?): %w", r.Version, r.Commit, err)
+		}
 	}
 	current, err := RenderAt(ctx, kubectl, "", "")
 	if err != nil {
 		return From{}, err
 	}
-	at, err := RenderAt(ctx, kubectl, newest.Commit, "")
-	if err != nil {
-		return From{}, err
+	render := func(commit string) ([]byte, error) { return RenderAt(ctx, kubectl, commit, "") }
+	if from, ok, err := chooseRelease(rels, current, render); err != nil || ok {
+		return from, err
 	}
-	if !bytes.Equal(at, current) {
-		return From{Commit: newest.Commit, Why: fmt.Sprintf("%s (commit %s), the newest release in CHANGELOG.md", newest.Version, newest.Commit)}, nil
-	}
+	newest := rels[0]
 	log, err := git(ctx, "log", "--format=%H", "-n", "200", newest.Commit+"^", "--", "manifests")
 	if err != nil {
 		return From{}, err
@@ -114,6 +117,29 @@ func PreviousRelease(ctx context.Context, kubectl string) (From, error) {
 		}
 	}
 	return From{}, fmt.Errorf("no commit before %s renders other manifests: nothing to upgrade from", newest.Version)
+}
+
+// chooseRelease picks, among rels (newest first), the newest release whose manifests (render of
+// its commit) differ from current; ok is false when every one renders as current.
+func chooseRelease(rels []Release, current []byte, render func(commit string) ([]byte, error)) (From, bool, error) {
+	var same []string
+	for _, r := range rels {
+		at, err := render(r.Commit)
+		if err != nil {
+			return From{}, false, err
+		}
+		if bytes.Equal(at, current) {
+			same = append(same, r.Version)
+			continue
+		}
+		why := fmt.Sprintf("%s (commit %s), the newest release in CHANGELOG.md", r.Version, r.Commit)
+		if len(same) > 0 {
+			why = fmt.Sprintf("%s (commit %s), the newest release in CHANGELOG.md whose manifests differ from the current ones (%s render as the current ones: the upgrade runs to them)",
+				r.Version, r.Commit, strings.Join(same, ", "))
+		}
+		return From{Commit: r.Commit, Why: why}, true, nil
+	}
+	return From{}, false, nil
 }
 
 // Build is a release as the upgrade suite runs it: the migranet binary, reporting Version, and

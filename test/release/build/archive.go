@@ -16,15 +16,14 @@ import (
 // `crane push` find it by the release's version.
 const refNameAnnotation = "org.opencontainers.image.ref.name"
 
-// writeArchive writes img as an OCI image layout (index.json naming it by version) into a tar at
+// writeArchive writes idx as an OCI image layout (index.json naming it by version) into a tar at
 // path, via the scratch folder dir. The tar's entries are in lexical order, root's, at t.
-func writeArchive(img v1.Image, p platform, version string, t time.Time, dir, path string) error {
+func writeArchive(idx v1.ImageIndex, version string, t time.Time, dir, path string) error {
 	lp, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
 	}
-	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: version}),
-		layout.WithPlatform(v1.Platform{OS: p.os, Architecture: p.arch})); err != nil {
+	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{refNameAnnotation: version})); err != nil {
 		return err
 	}
 	return tarFolder(dir, path, t)

@@ -58,6 +58,20 @@ func image(binary string, p platform, t time.Time, version, commit string) (v1.I
 	return mutate.CreatedAt(img, created)
 }
 
+// imageIndex is the multi-architecture image: an OCI image index listing imgs, each with its
+// platform, in the order of imagePlatforms.
+func imageIndex(imgs []v1.Image, ps []platform) (v1.ImageIndex, error) {
+	if len(imgs) != len(ps) {
+		return nil, fmt.Errorf("%d images for %d platforms", len(imgs), len(ps))
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for i, img := range imgs {
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
+			Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &v1.Platform{OS: ps[i].os, Architecture: ps[i].arch}}})
+	}
+	return idx, nil
+}
+
 // layerTar is the layer's content: /migranet, root's, mode 0755, modified at t. Nothing else in
 // the header varies, so the same binary always gives the same layer.
 func layerTar(binary string, t time.Time) (io.ReadCloser, error) {

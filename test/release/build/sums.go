@@ -15,7 +15,7 @@ import (
 // SHA256SUMS` checks it).
 const SumsFile = "SHA256SUMS"
 
-// writeSums writes SHA256SUMS in dir over every other file in it, by name.
+// writeSums writes SHA256SUMS in dir over every other file in it but the signatures, by name.
 func writeSums(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -23,7 +23,7 @@ func writeSums(dir string) error {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && e.Name() != SumsFile {
+		if e.Type().IsRegular() && e.Name() != SumsFile && !isSignatureFile(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}
