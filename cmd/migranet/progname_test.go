@@ -69,7 +69,7 @@ func TestHelpAndErrorsNameThePlugin(t *testing.T) {
 		{nil, stderr, "  kubectl migranet status [flags]"},
 		{[]string{"frobnicate"}, stderr, `kubectl migranet: unknown command "frobnicate"`},
 		{[]string{"preflight"}, stderr, "kubectl migranet preflight: missing the VMI: name the VirtualMachineInstance to migrate, e.g. kubectl migranet preflight -n NAMESPACE VMI\nRun 'kubectl migranet preflight -h'"},
-		{[]string{"status", "extra"}, stderr, "kubectl migranet status: unexpected argument \"extra\""},
+		{[]string{"status", "my-vmim", "extra"}, stderr, "kubectl migranet status: unexpected argument \"extra\": status takes at most one migration name (kubectl migranet status -n NAMESPACE NAME)"},
 		{[]string{"validate"}, stderr, "kubectl migranet validate: no FILE given\nUsage: kubectl migranet validate"},
 		{[]string{"version", "x"}, stderr, `kubectl migranet version: unexpected argument "x"`},
 		{[]string{"probe", "--port=-1", "--node=x"}, stderr, "kubectl migranet probe: "},
