@@ -90,6 +90,21 @@ var _ = Describe("a node drain while a migration path breaks mid-stream", func()
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 		ns := f.Namespace(ctx)
+		// Runs before the namespace's cleanup: a drain left unfinished (a failing run) keeps the
+		// VMIs marked for evacuation, and KubeVirt would create migrations while that cleanup
+		// waits for them to end; with the VMs deleted their VMIs go, and so do the migrations.
+		DeferCleanup(func(ctx context.Context) {
+			vms := &kubevirtv1.VirtualMachineList{}
+			Expect(f.Client.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
+			for i := range vms.Items {
+				Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &vms.Items[i]))).To(Succeed())
+			}
+			Eventually(func(g Gomega) {
+				left := &kubevirtv1.VirtualMachineInstanceList{}
+				g.Expect(f.Client.List(ctx, left, client.InNamespace(ns))).To(Succeed())
+				g.Expect(left.Items).To(BeEmpty())
+			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+		})
 		names := []string{"db-0", "db-1", "db-2"}
 		slow := map[string]string{sim.HandlerBandwidthAnnotation: "16Mi", sim.HandlerDirtyRateAnnotation: "0"}
 		for _, name := range names {
