@@ -50,7 +50,7 @@ var _ = Describe("migranet dev", func() {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		Eventually(func(g Gomega) {
 			g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: "migranet-dev"}, cfg)).To(Succeed())
-			g.Expect(cfg.Webhooks).To(HaveLen(4))
+			g.Expect(cfg.Webhooks).To(HaveLen(5))
 			g.Expect(cfg.Webhooks[0].ClientConfig.URL).NotTo(BeNil())
 		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		By("the steering webhook is registered by URL too, scoped to migration target pods")
