@@ -127,7 +127,9 @@ var _ = Describe("migrations that stream their memory over migration0", func() {
 	// before — "stuck for 150 seconds", whatever the KubeVirt CR says.
 	It("stalls for real over an uplink narrower than the network's MTU, steering off, and KubeVirt's progress timeout from the KubeVirt CR fails it", func(ctx context.Context) {
 		ns, source, target := vmOnNetwork(ctx, jumbo)
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"off"}}`)
+		// runningPathHealthy off too: at enforce migranet aborts the stalled stream within a probe
+		// round (pathabort_test.go), before KubeVirt's progress timeout this spec is about.
+		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"off","runningPathHealthy":"off"}}`)
 		setProgressTimeout(ctx, 5)
 		key := cluster.UplinkMTUAnnotationPrefix + cluster.DefaultClusterNetwork
 		patchNode(ctx, target, func(n *corev1.Node) { n.Annotations[key] = "1500" },
@@ -149,7 +151,9 @@ var _ = Describe("migrations that stream their memory over migration0", func() {
 	// of a firewall (the migration Succeeded).
 	It("fails a migration whose return direction is dropped: the connection never opens, and the progress timeout fails it", func(ctx context.Context) {
 		ns, source, target := vmOnNetwork(ctx, net24)
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"off"}}`)
+		// runningPathHealthy off too: at enforce migranet aborts the stalled stream within a probe
+		// round (pathabort_test.go), before KubeVirt's progress timeout this spec is about.
+		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"off","runningPathHealthy":"off"}}`)
 		setProgressTimeout(ctx, 5)
 		host := f.NodeNetworks.Fabric.Host(source)
 		Expect(nodenet.DropBridged(ctx, host, migrationIP(ctx, target))).To(Succeed())
