@@ -91,13 +91,18 @@ func TestStreamOverRealPaths(t *testing.T) {
 
 	s = stream()
 	s.Start(sb["node-a"], addrs["node-a"], addrs["node-b"], sim.StreamPlan{Memory: 1024 * mi, Bandwidth: 64 * mi}, opts, 2)
-	time.Sleep(500 * time.Millisecond)
+	// Abort a stream that is moving bytes: wait until some crossed.
+	for deadline := time.Now().Add(10 * time.Second); s.Report().Delivered == 0 && time.Now().Before(deadline); {
+		<-time.After(10 * time.Millisecond) // poll the condition
+	}
+	if s.Report().Delivered == 0 {
+		t.Fatal("the stream never delivered a byte")
+	}
 	if !s.Abort() {
 		t.Fatal("a running stream refused the abort")
 	}
 	before := s.Report().Delivered
-	time.Sleep(300 * time.Millisecond)
-	if r := s.Report(); r.Delivered != before || r.Failure != "Live migration aborted " || r.Mode != "" && r.Mode != kubevirtv1.MigrationPreCopy {
+	if r := wait(s, 10*time.Second); r.Delivered != before || r.Failure != "Live migration aborted " || r.Mode != "" && r.Mode != kubevirtv1.MigrationPreCopy {
 		t.Errorf("aborted: %+v (had %d bytes at the abort); want nothing more to cross", r, before)
 	}
 }
