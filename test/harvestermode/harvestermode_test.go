@@ -144,9 +144,9 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 		const broken = "node-3"
 		ns := f.Namespace(ctx)
 		f.StartVMI(ctx, framework.VMI(ns, "vm", "node-1", nil))
-		setUplinkMTU(ctx, broken, 1500)
+		f.SetUplinkMTU(ctx, broken, 1500)
 		DeferCleanup(func(ctx context.Context) {
-			setUplinkMTU(ctx, broken, cluster.DefaultUplinkMTU)
+			f.SetUplinkMTU(ctx, broken, cluster.DefaultUplinkMTU)
 			Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).WithTimeout(framework.Long).Should(HavePrefix("True/"))
 		})
 		By("the agents report node-3's pairs: Healthy False naming it")
@@ -219,8 +219,8 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 	})
 
 	It("never wrote the KubeVirt CR or a NAD: Harvester's controller owns both", func(ctx context.Context) {
-		Expect(writesBy(env.ManagerUser, "kubevirt.io", "kubevirts")).To(BeEmpty(), "migranet's writes of the KubeVirt CR")
-		Expect(writesBy(env.ManagerUser, "k8s.cni.cncf.io", "network-attachment-definitions")).To(BeEmpty(), "migranet's writes of NADs")
+		Expect(f.WritesBy(env.ManagerUser, "kubevirt.io", "kubevirts")).To(BeEmpty(), "migranet's writes of the KubeVirt CR")
+		Expect(f.WritesBy(env.ManagerUser, "k8s.cni.cncf.io", "network-attachment-definitions")).To(BeEmpty(), "migranet's writes of NADs")
 		kv, err := f.KubeVirt(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		for _, m := range kv.ManagedFields {

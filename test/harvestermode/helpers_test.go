@@ -162,33 +162,3 @@ func vmimTo(ns, name, vmi, node string) string {
 	return fmt.Sprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstanceMigration\nmetadata: {name: %s, namespace: %s}\n"+
 		"spec: {vmiName: %s%s}\n", name, ns, vmi, pin)
 }
-
-// setUplinkMTU sets node's uplink MTU of the cluster network (what the VlanConfig's MTU sets on
-// the node's bond).
-func setUplinkMTU(ctx context.Context, node string, mtu int) {
-	GinkgoHelper()
-	n := &corev1.Node{}
-	Expect(f.Client.Get(ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
-	patch := client.MergeFrom(n.DeepCopy())
-	n.Annotations[cluster.UplinkMTUAnnotationPrefix+cluster.DefaultClusterNetwork] = fmt.Sprint(mtu)
-	Expect(f.Client.Patch(ctx, n, patch)).To(Succeed())
-}
-
-// writesBy lists the audited requests of user that write resource (RBAC's name, e.g.
-// "kubevirts") in group.
-func writesBy(user, group, resource string) []string {
-	GinkgoHelper()
-	events, err := framework.ReadAudit(f.AuditLog(), user)
-	Expect(err).NotTo(HaveOccurred())
-	var out []string
-	for _, e := range events {
-		if e.ObjectRef == nil || e.ObjectRef.APIGroup != group || e.ObjectRef.Resource != resource {
-			continue
-		}
-		switch e.Verb {
-		case "create", "update", "patch", "delete", "deletecollection":
-			out = append(out, e.String())
-		}
-	}
-	return out
-}

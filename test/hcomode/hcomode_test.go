@@ -80,9 +80,9 @@ var _ = Describe("migranet beside HCO, which owns the KubeVirt CR", Ordered, fun
 		const broken = "node-3"
 		ns := f.Namespace(ctx)
 		f.StartVMI(ctx, framework.VMI(ns, "steered", "node-1", nil))
-		setUplinkMTU(ctx, broken, 1500)
+		f.SetUplinkMTU(ctx, broken, 1500)
 		DeferCleanup(func(ctx context.Context) {
-			setUplinkMTU(ctx, broken, cluster.DefaultUplinkMTU)
+			f.SetUplinkMTU(ctx, broken, cluster.DefaultUplinkMTU)
 			Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).WithTimeout(framework.Long).Should(HavePrefix("True/"))
 		})
 		Eventually(condition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).WithTimeout(framework.Long).
@@ -176,8 +176,8 @@ var _ = Describe("migranet beside HCO, which owns the KubeVirt CR", Ordered, fun
 	})
 
 	It("never wrote the KubeVirt CR, and wrote only the HyperConverged CR's network field", func(ctx context.Context) {
-		Expect(writesBy(env.ManagerUser, "kubevirt.io", "kubevirts")).To(BeEmpty(), "migranet's writes of the KubeVirt CR")
-		hcWrites := writesBy(env.ManagerUser, "hco.kubevirt.io", "hyperconvergeds")
+		Expect(f.WritesBy(env.ManagerUser, "kubevirt.io", "kubevirts")).To(BeEmpty(), "migranet's writes of the KubeVirt CR")
+		hcWrites := f.WritesBy(env.ManagerUser, "hco.kubevirt.io", "hyperconvergeds")
 		Expect(hcWrites).To(HaveLen(2), "one patch per value migranet put in force (A, then B): %v", hcWrites)
 		for _, w := range hcWrites {
 			Expect(w).To(HavePrefix("patch "))

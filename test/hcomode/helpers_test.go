@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -108,34 +107,6 @@ func virtHandlerGeneration(ctx context.Context) int64 {
 	ds := &appsv1.DaemonSet{}
 	Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: sim.VirtHandlerName}, ds)).To(Succeed())
 	return ds.Generation
-}
-
-// writesBy lists the audited requests of user that write resource in group.
-func writesBy(user, group, resource string) []string {
-	GinkgoHelper()
-	events, err := framework.ReadAudit(f.AuditLog(), user)
-	Expect(err).NotTo(HaveOccurred())
-	var out []string
-	for _, e := range events {
-		if e.ObjectRef == nil || e.ObjectRef.APIGroup != group || e.ObjectRef.Resource != resource {
-			continue
-		}
-		switch e.Verb {
-		case "create", "update", "patch", "delete", "deletecollection":
-			out = append(out, e.Verb+" "+e.String())
-		}
-	}
-	return out
-}
-
-// setUplinkMTU sets node's uplink MTU of the cluster network (what the node's NIC or bond has).
-func setUplinkMTU(ctx context.Context, node string, mtu int) {
-	GinkgoHelper()
-	n := &corev1.Node{}
-	Expect(f.Client.Get(ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
-	patch := client.MergeFrom(n.DeepCopy())
-	n.Annotations[cluster.UplinkMTUAnnotationPrefix+cluster.DefaultClusterNetwork] = fmt.Sprint(mtu)
-	Expect(f.Client.Patch(ctx, n, patch)).To(Succeed())
 }
 
 // vmimYAML is a migration of vmi, left to the scheduler.

@@ -1,0 +1,44 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL reads best unqualified
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's DSL reads best unqualified
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/migranet/migranet/test/cluster"
+)
+
+// WritesBy lists, as "<verb> <event>", the audited requests of user that write resource (RBAC's
+// name, e.g. "kubevirts") in group: how the mode suites count migranet's writes to objects
+// another operator owns. The suite must run with env.AuditManagerRequests.
+func (f *Framework) WritesBy(user, group, resource string) []string {
+	GinkgoHelper()
+	events, err := ReadAudit(f.AuditLog(), user)
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, e := range events {
+		if e.ObjectRef == nil || e.ObjectRef.APIGroup != group || e.ObjectRef.Resource != resource {
+			continue
+		}
+		switch e.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+			out = append(out, e.Verb+" "+e.String())
+		}
+	}
+	return out
+}
+
+// SetUplinkMTU sets node's uplink MTU of the default cluster network (what a VlanConfig's MTU, or
+// the NIC's, sets on the node), which the real node networks follow.
+func (f *Framework) SetUplinkMTU(ctx context.Context, node string, mtu int) {
+	GinkgoHelper()
+	n := &corev1.Node{}
+	Expect(f.Client.Get(ctx, client.ObjectKey{Name: node}, n)).To(Succeed())
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Annotations[cluster.UplinkMTUAnnotationPrefix+cluster.DefaultClusterNetwork] = fmt.Sprint(mtu)
+	Expect(f.Client.Patch(ctx, n, patch)).To(Succeed())
+}
