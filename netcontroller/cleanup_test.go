@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -132,7 +132,7 @@ func TestCleanupWaitsForReady(t *testing.T) {
 	r := cleanupController(api)
 	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
 	ctx := context.Background()
-	if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, &settings.Snapshot{Hash: "h1", Reason: ReasonNodesNotAttached}, in); err != nil {
+	if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, &health.Snapshot{Hash: "h1", Reason: ReasonNodesNotAttached}, in); err != nil {
 		t.Fatal(err)
 	}
 	if api.poolLists != 0 || len(api.deleted) != 0 {
@@ -141,12 +141,44 @@ func TestCleanupWaitsForReady(t *testing.T) {
 	// The pass that deletes asks to be run again (a CNI DEL in flight may make whereabouts create
 	// the pool anew); the second of two passes that find nothing ends the cleanup of h1.
 	for range 4 {
-		if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, &settings.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
+		if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, &health.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if api.poolLists != 3 || !slices.Equal(api.deleted, []string{"kube-system/10.77.0.0-24"}) {
 		t.Errorf("once Ready, four times: %d pool lists, deleted %q; want 3 lists and the old pool once", api.poolLists, api.deleted)
+	}
+}
+
+// TestCleanupAgainAfterAnotherValue: a value cleaned, another value seen for a moment (not Ready,
+// its cleanup never done), then the first value again: the pool the moment left is deleted. The
+// near miss beside it: the same value reconciled again with nothing in between looks at no pool.
+// Catches: "cleaned" remembered across a value in between (seen in CI as a pool of an earlier
+// range left for minutes, until a manager restart).
+func TestCleanupAgainAfterAnotherValue(t *testing.T) {
+	api := &poolAPI{}
+	r := cleanupController(api)
+	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
+	ctx := context.Background()
+	ready := &health.Snapshot{Hash: "a", Ready: true}
+	for range 2 { // two quiet passes: the cleanup of a is done
+		if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, ready, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lists := api.poolLists
+	if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, ready, in); err != nil || api.poolLists != lists {
+		t.Fatalf("a again, nothing in between: %d pool lists (was %d), %v; want none", api.poolLists, lists, err)
+	}
+	if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, &health.Snapshot{Hash: "b", Reason: ReasonNodesNotAttached}, in); err != nil {
+		t.Fatal(err)
+	}
+	api.pools = append(api.pools, ipPool("10.76.0.0-25", "10.76.0.0/25", "kubevirt/virt-handler-gone"))
+	if _, err := r.cleanOnce(ctx, &v1beta1.Setting{}, ready, in); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(api.deleted, []string{"kube-system/10.76.0.0-25"}) {
+		t.Errorf("back to a after b: deleted %q; want the pool b's moment left", api.deleted)
 	}
 }
 
@@ -160,7 +192,7 @@ func TestCleanupPassesUntilNothingIsLeft(t *testing.T) {
 	r := cleanupController(api)
 	s := &v1beta1.Setting{Status: v1beta1.SettingStatus{Ranges: []string{"10.52.0.0/24"}}}
 	ctx := context.Background()
-	snap := &settings.Snapshot{Ready: true}
+	snap := &health.Snapshot{Ready: true}
 	again, err := r.cleanOnce(ctx, s, snap, Input{})
 	if err != nil || again != PoolCheckSpacing {
 		t.Fatalf("first pass: requeue %v, %v; want another pass after %v", again, err, PoolCheckSpacing)
@@ -272,7 +304,7 @@ func TestCleanupDeletesEmptyPoolsOfOurRanges(t *testing.T) {
 	r := cleanupController(api)
 	s := &v1beta1.Setting{Status: v1beta1.SettingStatus{Ranges: []string{"10.76.0.0/25", "192.168.100.0/24"}}}
 	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
-	if _, err := r.cleanOnce(context.Background(), s, &settings.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
+	if _, err := r.cleanOnce(context.Background(), s, &health.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"kube-system/10.76.0.0-25", "kube-system/10.77.0.0-24"}; !slices.Equal(api.deleted, want) {
@@ -295,7 +327,7 @@ func TestCleanupRangeSources(t *testing.T) {
 		return []netip.Prefix{netip.MustParsePrefix("10.73.0.0/24")}, nil
 	}}
 	in := Input{Range: netip.MustParsePrefix("192.168.100.0/24")}
-	if _, err := r.cleanOnce(context.Background(), &v1beta1.Setting{}, &settings.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
+	if _, err := r.cleanOnce(context.Background(), &v1beta1.Setting{}, &health.Snapshot{Hash: "h1", Ready: true}, in); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"kube-system/10.73.0.0-24"}; !slices.Equal(api.deleted, want) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -30,7 +31,7 @@ const (
 	ReasonReady            = "AllNodesAttached"
 	ReasonPodNetwork       = "PodNetwork"
 	ReasonNotApplied       = "NotApplied"
-	ReasonNodesNotAttached = settings.ReasonNodesNotAttached
+	ReasonNodesNotAttached = health.ReasonNodesNotAttached
 	ReasonInvalidValue     = "InvalidValue"
 	ReasonSufficient       = "Sufficient"
 	ReasonLowCapacity      = "LowCapacity"
@@ -99,7 +100,7 @@ func watchNetwork(b *builder.Builder, kubevirtNamespace string) *builder.Builder
 func settingKey() metav1.ObjectMeta { return metav1.ObjectMeta{Name: v1beta1.MigrationNetwork} }
 
 // observeSetting reads, from the cache, what an observation needs and judges it.
-func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*settings.Snapshot, Input, *settings.Network, Observation, error) {
+func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*health.Snapshot, Input, *settings.Network, Observation, error) {
 	in, kv, eff, err := gather(ctx, c, kubevirtNamespace, s)
 	if err != nil {
 		return nil, in, nil, Observation{}, err
@@ -146,9 +147,12 @@ func sooner(a, b time.Duration) time.Duration {
 
 // statusOf is the network part of the setting's status: the Ready condition, and IPCapacity with
 // the capacity when a migration network is configured; the nodes and capacity fields.
-func statusOf(snap *settings.Snapshot, m *settings.Network, obs Observation) ([]metav1.Condition, map[string]any, *v1beta1.IPCapacity) {
+func statusOf(snap *health.Snapshot, m *settings.Network, obs Observation) ([]metav1.Condition, map[string]any, *v1beta1.IPCapacity) {
 	ready := metav1.Condition{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: snap.Reason, Message: snap.Message}
-	if snap.Ready {
+	switch {
+	case snap.Reason == health.ReasonNetworkNotJudged:
+		ready.Status = metav1.ConditionUnknown
+	case snap.Ready:
 		ready.Status = metav1.ConditionTrue
 	}
 	conds, fields := []metav1.Condition{ready}, map[string]any{"nodes": obs.Nodes, "capacity": nil}
@@ -170,7 +174,13 @@ func statusOf(snap *settings.Snapshot, m *settings.Network, obs Observation) ([]
 // PoolCheckSpacing; so they are after any delete: whereabouts creates a missing pool on demand,
 // also for a CNI DEL still in flight, so the cleanup counts as done only after two passes in a
 // row, PoolCheckSpacing apart, find nothing to delete and no virt-handler rolling.
-func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *settings.Snapshot, in Input) (time.Duration, error) {
+func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *health.Snapshot, in Input) (time.Duration, error) {
+	// Done for a value only while that value stays in force: a value seen in between (applied or
+	// not) may have left pools of its own, and coming back to the value cleaned before must look
+	// again (seen in CI: A, then B for a few seconds, then A; B's pool was never deleted).
+	if last := r.cleaned.Load(); last != nil && *last != snap.Hash {
+		r.cleaned.Store(nil)
+	}
 	if r.APIReader == nil || !snap.Ready {
 		return 0, nil
 	}
@@ -259,9 +269,9 @@ func gather(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v
 }
 
 // judge turns an observation into the snapshot and the Ready condition's reason and message.
-func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, obs Observation) *settings.Snapshot {
+func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, obs Observation) *health.Snapshot {
 	m := eff.Network
-	snap := &settings.Snapshot{Configured: m != nil, AppliedHash: s.Status.AppliedHash, Eligible: obs.Eligible, Attached: obs.Attached}
+	snap := &health.Snapshot{Configured: m != nil, AppliedHash: s.Status.AppliedHash, Eligible: obs.Eligible, Attached: obs.Attached}
 	if m != nil {
 		snap.Hash, snap.Network, snap.ClusterNetwork = eff.Hash, eff.NAD, m.ClusterNetwork
 		for _, n := range obs.Nodes {
@@ -275,6 +285,9 @@ func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, 
 	}
 	kvReady, kvWhy := settings.KubeVirtReady(kv)
 	switch {
+	case eff.NotJudged != nil:
+		snap.Ready, snap.Reason = true, health.ReasonNetworkNotJudged
+		snap.Message = "KubeVirt migrates over " + eff.NotJudged.Describe()
 	case m == nil && len(eff.Errs) > 0:
 		snap.Reason, snap.Message = ReasonInvalidValue, "the setting's value is invalid (condition Configured names every problem); fix it with kubectl edit"
 	case m != nil && snap.AppliedHash != snap.Hash:
@@ -283,7 +296,7 @@ func judge(s *v1beta1.Setting, eff settings.Effective, kv *kubevirtv1.KubeVirt, 
 		snap.Reason = ReasonNodesNotAttached
 		snap.Message = fmt.Sprintf("%d of %d virt-handlers are on the migration network %s", obs.Attached, obs.Eligible, snap.Network)
 	case !kvReady:
-		snap.Reason, snap.Message = settings.ReasonKubeVirtNotReady, kvWhy
+		snap.Reason, snap.Message = health.ReasonKubeVirtNotReady, kvWhy
 	case m == nil:
 		snap.Ready, snap.Reason, snap.Message = true, ReasonPodNetwork, "no migration network configured: migrations use the pod network"
 	default:
@@ -307,7 +320,7 @@ func (r *Controller) recordTransitions(s *v1beta1.Setting, conds []metav1.Condit
 
 // eventType is Normal for healthy conditions and for a rollout in progress, else Warning.
 func eventType(c metav1.Condition) string {
-	if c.Status == metav1.ConditionTrue || c.Reason == ReasonNotApplied || c.Reason == ReasonNodesNotAttached {
+	if c.Status == metav1.ConditionTrue || c.Reason == ReasonNotApplied || c.Reason == ReasonNodesNotAttached || c.Reason == health.ReasonNetworkNotJudged {
 		return corev1.EventTypeNormal
 	}
 	return corev1.EventTypeWarning

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -27,6 +27,8 @@ const (
 	MetricPathsFailing = "migranet_migration_network_paths_failing"
 	// MetricProbeRound is the longest last probe round over the nodes' reports, in seconds.
 	MetricProbeRound = "migranet_migration_network_probe_round_seconds"
+	// MetricSilentAgents counts the attached nodes whose probe agent is silent (AgentSilent).
+	MetricSilentAgents = "migranet_migration_network_silent_agents"
 )
 
 // The states and reasons the path gauges always carry (each at 0 when none), so a query or alert
@@ -58,6 +60,7 @@ type Metrics struct {
 	pairs      *prometheus.GaugeVec
 	failing    *prometheus.GaugeVec
 	round      *prometheus.GaugeVec
+	silent     *prometheus.GaugeVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered), reusing
@@ -81,6 +84,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		{&m.addresses, MetricAddresses, "Addresses of the migration range: assignable (kind=usable), held (kind=used: the allocations of its whereabouts IPPool, at least those virt-handler pods report) and free (kind=free: usable minus used, computed exactly, then rounded once); absent while no migration network is configured. Counts above 2^53 are rounded to the nearest float64 (see " + MetricAddressesExact + "); the Setting's status.capacity has them exactly.", []string{"kind"}},
 		{&m.pairs, MetricPaths, "Unordered pairs of nodes attached to the migration network by the state of their path, from the probe agents' PathReports: verified (both directions, full MTU, fresh), failing (a fresh report lists the other node), unverified (a node new, its agent down, stale or unable to probe); absent while no migration network is configured.", []string{"state"}},
 		{&m.failing, MetricPathsFailing, "Failing directions between attached nodes by reason (Unreachable, OneWay, MTU), from fresh PathReports; a pair failing both ways counts twice; absent while no migration network is configured.", []string{"reason"}},
+		{&m.silent, MetricSilentAgents, "Attached nodes whose probe agent has finished no round within its bound (3 of its intervals): the Healthy condition's AgentSilent; absent while no migration network is configured.", nil},
 		{&m.round, MetricProbeRound, "The longest last probe round (completed - started) over the nodes' PathReports on the current migration network, in seconds; absent while no migration network is configured.", nil},
 		{&m.exact, MetricAddressesExact, "1 while every " + MetricAddresses + " series holds its count exactly, 0 when one is rounded (above 2^53, as an IPv6 range's usable count is); absent while no migration network is configured.", nil},
 	}
@@ -112,7 +116,7 @@ func (m *Metrics) step(step string, err error) {
 
 // observed sets the gauges from a snapshot and, when a migration network is configured, its
 // capacity; with none configured the node and address series are removed.
-func (m *Metrics) observed(snap *settings.Snapshot, capacity *v1beta1.IPCapacity) {
+func (m *Metrics) observed(snap *health.Snapshot, capacity *v1beta1.IPCapacity) {
 	if m == nil || snap == nil {
 		return
 	}
@@ -191,8 +195,10 @@ func (m *Metrics) pathsObserved(v *pathVerdict, longest time.Duration) {
 		m.pairs.Reset()
 		m.failing.Reset()
 		m.round.Reset()
+		m.silent.Reset()
 		return
 	}
+	m.silent.WithLabelValues().Set(float64(len(v.silent)))
 	counts := map[string]int32{"verified": v.paths.Verified, "failing": v.paths.Failing, "unverified": v.paths.Unverified}
 	for _, state := range pathStates {
 		m.pairs.WithLabelValues(state).Set(float64(counts[state]))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -132,7 +133,7 @@ func TestNilMetricsIsSafe(t *testing.T) {
 	var m *Metrics
 	m.init()
 	m.step(StepObserve, nil)
-	m.observed(&settings.Snapshot{Configured: true, Ready: true}, &v1beta1.IPCapacity{Usable: "1"})
+	m.observed(&health.Snapshot{Configured: true, Ready: true}, &v1beta1.IPCapacity{Usable: "1"})
 }
 
 func TestEventsOnTransitionsOnly(t *testing.T) {
@@ -153,7 +154,7 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 			{Type: v1beta1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady, Message: "all 3"},
 		}, []string{"Normal AllNodesAttached all 3"}},
 		{"KubeVirt breaks and capacity runs low", []metav1.Condition{
-			{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: settings.ReasonKubeVirtNotReady, Message: "kv"},
+			{Type: v1beta1.ConditionReady, Status: metav1.ConditionFalse, Reason: health.ReasonKubeVirtNotReady, Message: "kv"},
 			{Type: v1beta1.ConditionIPCapacity, Status: metav1.ConditionFalse, Reason: ReasonLowCapacity, Message: "only 1"},
 		}, []string{"Warning KubeVirtNotReady kv", "Warning LowCapacity only 1"}},
 	}
@@ -203,7 +204,7 @@ func TestRolloutStartIsNormal(t *testing.T) {
 func TestStatusOfFields(t *testing.T) {
 	m := parse(t, valueA)
 	nodes := []v1beta1.NodeMigrationStatus{{Name: "n1", IP: "192.168.100.2"}, {Name: "n2", Reason: ReasonNoPod}}
-	_, fields, capacity := statusOf(&settings.Snapshot{}, m, Observation{Nodes: nodes, Used: 1})
+	_, fields, capacity := statusOf(&health.Snapshot{}, m, Observation{Nodes: nodes, Used: 1})
 	if got, ok := fields["nodes"].([]v1beta1.NodeMigrationStatus); !ok || len(got) != 2 || got[0].IP != "192.168.100.2" {
 		t.Errorf("nodes field = %#v, want the two observed nodes", fields["nodes"])
 	}
@@ -211,7 +212,7 @@ func TestStatusOfFields(t *testing.T) {
 	if capacity == nil || *capacity != (v1beta1.IPCapacity{Usable: "254", Used: "1", Free: "253", Summary: "1/254"}) || fields["capacity"] != capacity {
 		t.Errorf("capacity = %+v (field %v), want 254/1/253", capacity, fields["capacity"])
 	}
-	_, fields, capacity = statusOf(&settings.Snapshot{}, nil, Observation{})
+	_, fields, capacity = statusOf(&health.Snapshot{}, nil, Observation{})
 	if fields["nodes"] != nil || fields["capacity"] != nil || capacity != nil {
 		t.Errorf("disabled: fields %#v, capacity %v; want untyped nils", fields, capacity)
 	}
@@ -258,7 +259,7 @@ func TestGaugesOfAnIPv6Range(t *testing.T) {
 	if capacity.Usable != "18446744073709551613" || capacity.Free != "18446744073709551610" || capacity.Summary != "3/2^64-3" {
 		t.Fatalf("capacity = %+v", capacity)
 	}
-	m.observed(&settings.Snapshot{Configured: true}, capacity)
+	m.observed(&health.Snapshot{Configured: true}, capacity)
 	if got := testutil.ToFloat64(m.addresses.WithLabelValues("usable")); got != 0x1p64 {
 		t.Errorf("usable gauge = %v, want 2^64 (the nearest float64)", got)
 	}

@@ -3,6 +3,7 @@ package netcontroller
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -118,11 +120,11 @@ func TestJudgeAndCapacity(t *testing.T) {
 		wantReason           string
 	}{
 		{"disabled and KubeVirt ready", "", "", "True", settings.KubeVirtReadyReason, Observation{}, true, ReasonPodNetwork},
-		{"disabled, KubeVirt updating", "", "", "True", "UpdateInProgress", Observation{}, false, settings.ReasonKubeVirtNotReady},
+		{"disabled, KubeVirt updating", "", "", "True", "UpdateInProgress", Observation{}, false, health.ReasonKubeVirtNotReady},
 		{"invalid stored value", "{", "", "True", settings.KubeVirtReadyReason, Observation{}, false, ReasonInvalidValue},
 		{"not applied yet", valueA, "", "True", settings.KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, false, ReasonNotApplied},
 		{"nodes still rolling", valueA, hashA, "True", settings.KubeVirtReadyReason, Observation{Eligible: 3, Attached: 2}, false, ReasonNodesNotAttached},
-		{"attached but KubeVirt not available", valueA, hashA, "False", "DeploymentInProgress", Observation{Eligible: 3, Attached: 3}, false, settings.ReasonKubeVirtNotReady},
+		{"attached but KubeVirt not available", valueA, hashA, "False", "DeploymentInProgress", Observation{Eligible: 3, Attached: 3}, false, health.ReasonKubeVirtNotReady},
 		{"ready", valueA, hashA, "True", settings.KubeVirtReadyReason, Observation{Eligible: 3, Attached: 3}, true, ReasonReady},
 	}
 	for _, tc := range cases {
@@ -194,5 +196,29 @@ func TestJudgeHarvesterMode(t *testing.T) {
 	snap := judge(s, settings.EffectiveNetwork(s), kubeVirt("True", settings.KubeVirtReadyReason), Observation{Eligible: 3, Attached: 3})
 	if !snap.Ready || snap.Reason != ReasonReady || snap.Network != "vm-migration-network-abcde" {
 		t.Errorf("judge = ready %v reason %q network %q (%s), want ready on vm-migration-network-abcde", snap.Ready, snap.Reason, snap.Network, snap.Message)
+	}
+}
+
+// TestJudgeNotJudgedNetwork: with a NAD migranet does not judge in force (issue 52, item 1), the
+// snapshot describes no network of migranet's (no hash, NAD or cluster network, so no rule judges
+// a rollout or a node against it) and the Ready condition is Unknown, saying why; the near miss,
+// the same setting whose own value was in force before, would otherwise read NodesNotAttached on
+// the NAD that no longer exists once the virt-handlers rolled away.
+// Catches: readiness judged from the setting's own value or a kept mirror while another network
+// is in force.
+func TestJudgeNotJudgedNetwork(t *testing.T) {
+	m := parse(t, valueA)
+	s := &v1beta1.Setting{Value: valueA, Status: v1beta1.SettingStatus{AppliedHash: m.Hash(), AppliedNetwork: "sriov-mig", Source: &v1beta1.NetworkSource{
+		Kind: v1beta1.SourceHyperConverged, Setting: "hyperconvergeds.hco.kubevirt.io/kubevirt/kubevirt-hyperconverged",
+		NetworkAttachmentDefinition: "kubevirt/sriov-mig", NotJudged: `spec.config.type "sriov"`}}}
+	obs := Observation{Eligible: 3, Attached: 1, Nodes: []v1beta1.NodeMigrationStatus{{Name: "n1"}, {Name: "n2", Reason: ReasonNotRolled}, {Name: "n3", Reason: ReasonNotRolled}}}
+	snap := judge(s, settings.EffectiveNetwork(s), kubeVirt("True", settings.KubeVirtReadyReason), obs)
+	if !snap.Ready || snap.Reason != health.ReasonNetworkNotJudged || snap.Hash != "" || snap.Network != "" || snap.NotAttached != nil ||
+		!strings.Contains(snap.Message, "kubevirt/sriov-mig") {
+		t.Errorf("judge = %+v, want ready (nothing held up), reason %s, no hash, network or nodes not attached, naming the NAD", snap, health.ReasonNetworkNotJudged)
+	}
+	conds, _, capacity := statusOf(snap, nil, obs)
+	if conds[0].Status != metav1.ConditionUnknown || conds[0].Reason != health.ReasonNetworkNotJudged || capacity != nil {
+		t.Errorf("statusOf = %+v capacity %v, want Ready Unknown %s and no capacity", conds, capacity, health.ReasonNetworkNotJudged)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -27,7 +27,7 @@ type Observer struct {
 	Client            client.Client
 	KubeVirtNamespace string
 	// Snapshots receives every observation.
-	Snapshots *settings.Store
+	Snapshots *health.Store
 }
 
 // SetupWithManager runs the observer on every replica (no leader election), with one observation

@@ -2,6 +2,7 @@ package netcontroller
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -34,9 +36,11 @@ const PathAbortControllerName = "pathabort"
 // PathAbort is the leader's runningPathHealthy rule: it aborts, as an admin does (`virtctl
 // migrate-cancel` deletes the VMIM; virt-controller then asks the source's virt-handler to abort),
 // every streaming pre-copy migration whose path between its source and target the probe agents
-// report failing in a round that started after it began (settings.DecideAbort). It annotates the
-// VMIM with the reason (settings.AbortedAnnotation) before the delete, and records a Warning event
-// on the VMIM and on its VMI naming the pair and what failed; at warn it records the events only.
+// report failing in a round that started after it began (health.DecideAbort). Only once the
+// delete succeeded does it record a Warning event on the VMIM and on its VMI naming the pair and
+// what failed, then annotate the VMIM with the reason (health.AbortedAnnotation): a delete that
+// fails, for whatever reason, leaves no trace that would call the migration aborted. At warn it
+// records the events only.
 //
 // It reads caches only: the VMIs (their status.migrationState), the VMIMs, the migration-policy
 // setting and the health the PathObserver publishes. It runs again on any change of a VMI's
@@ -49,7 +53,7 @@ type PathAbort struct {
 	Recorder          record.EventRecorder
 	KubeVirtNamespace string
 	// Paths is the store the PathObserver publishes into; Published its Published channel.
-	Paths     *settings.PathStore
+	Paths     *health.PathStore
 	Published chan event.GenericEvent
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
@@ -105,7 +109,7 @@ func (a *PathAbort) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 		}
 		streaming[ms.MigrationUID] = true
 		// Judge with the strictest mode first: only a migration whose path fails needs its VMIM.
-		if settings.DecideAbort(vmi, h, settings.ModeWarn, now).Action == settings.AbortNone {
+		if health.DecideAbort(vmi, h, settings.ModeWarn, now).Action == health.AbortNone {
 			continue
 		}
 		vmim, err := a.migration(ctx, vmi)
@@ -117,7 +121,7 @@ func (a *PathAbort) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 			continue // gone, or being cancelled already
 		}
 		mode := policy.ModeFor(settings.RuleRunningPathHealthy, settings.MigrationCreator(vmim, a.KubeVirtNamespace))
-		d := settings.DecideAbort(vmi, h, mode, now)
+		d := health.DecideAbort(vmi, h, mode, now)
 		if err := a.act(ctx, vmi, vmim, d); err != nil {
 			errs = append(errs, err)
 		}
@@ -130,55 +134,72 @@ func (a *PathAbort) Reconcile(ctx context.Context, _ reconcile.Request) (reconci
 }
 
 // act carries out d for the migration.
-func (a *PathAbort) act(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, d settings.AbortDecision) error {
+func (a *PathAbort) act(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, d health.AbortDecision) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("migration", klog.KObj(vmim), "vmi", klog.KObj(vmi))
 	switch d.Action {
-	case settings.AbortWarn:
+	case health.AbortWarn:
 		if a.once(vmim.UID) {
-			a.record(vmi, vmim, settings.ReasonMigrationPathFailing, d.Message)
+			a.record(vmi, vmim, health.ReasonMigrationPathFailing, d.Message)
 			log.Info("migration path failing; not aborted (rule at warn)", "reason", d.Message)
 		}
 		return nil
-	case settings.AbortDelete:
-		patch := client.MergeFrom(vmim.DeepCopy())
-		vmim = vmim.DeepCopy()
-		if vmim.Annotations == nil {
-			vmim.Annotations = map[string]string{}
-		}
-		vmim.Annotations[settings.AbortedAnnotation] = d.Message
-		if err := a.Client.Patch(ctx, vmim, patch); err != nil {
-			return client.IgnoreNotFound(err)
-		}
+	case health.AbortDelete:
 		// Preconditions: never another migration that took the name meanwhile.
 		uid := vmim.UID
-		if err := a.Client.Delete(ctx, vmim, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-				// migranet's own postCopyCancel rule: the migration switched to post-copy since.
-				// Take the annotation back: it would say the migration was aborted.
-				log.Info("abort refused", "error", err.Error())
-				undo := client.MergeFrom(vmim.DeepCopy())
-				delete(vmim.Annotations, settings.AbortedAnnotation)
-				return client.IgnoreNotFound(a.Client.Patch(ctx, vmim, undo))
-			}
-			return err
+		switch err := a.Client.Delete(ctx, vmim, client.Preconditions{UID: &uid}); {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			return nil // gone, or the name is another migration's: not migranet's abort
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+			// migranet's own postCopyCancel rule: the migration switched to post-copy since.
+			log.Info("abort refused", "error", err.Error())
+			return nil
+		case err != nil:
+			return err // nothing was written: the next pass judges it again
 		}
-		a.record(vmi, vmim, settings.ReasonMigrationPathBroken, d.Message)
+		a.record(vmi, vmim, health.ReasonMigrationPathBroken, d.Message)
 		log.Info("migration aborted: its path failed while it streamed", "reason", d.Message)
+		return a.annotateAborted(ctx, vmim, d.Message)
 	}
 	return nil
 }
 
+// annotateAborted sets health.AbortedAnnotation on vmim once its delete succeeded: KubeVirt's
+// finalizer keeps the VMIM until the abort completes, so the list view reads why it is cancelled.
+// The patch carries the UID, so it lands on this migration only; once it is gone (the finalizer
+// released, or none: no virt-api) the events tell the abort, and nothing is retried (the next pass
+// skips a VMIM being deleted).
+func (a *PathAbort) annotateAborted(ctx context.Context, vmim *kubevirtv1.VirtualMachineInstanceMigration, reason string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": vmim.UID, "annotations": map[string]string{health.AbortedAnnotation: reason}}})
+	if err != nil {
+		return err
+	}
+	ref := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Namespace: vmim.Namespace, Name: vmim.Name}}
+	err = a.Client.Patch(ctx, ref, client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("aborted migration not annotated: released already", "migration", klog.KObj(vmim), "error", err.Error())
+		return nil
+	}
+	return err
+}
+
 // record leaves the Warning event on the VMIM and on its VMI (reference-only copies: the cached
-// objects are shared).
+// objects are shared). Both carry the migration's UID and its state as judged
+// (settings.MigrationEventAnnotations): they tell the migration's story once its VMIM is gone and
+// its VMI has moved on to another migration. The VMI's event names the migration in its message
+// too (settings.MigrationSubject), so that another migration's event never folds into it.
 func (a *PathAbort) record(vmi *kubevirtv1.VirtualMachineInstance, vmim *kubevirtv1.VirtualMachineInstanceMigration, reason, msg string) {
 	if a.Recorder == nil {
 		return
 	}
-	a.Recorder.Event(&kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{
-		Namespace: vmim.Namespace, Name: vmim.Name, UID: vmim.UID}}, corev1.EventTypeWarning, reason, msg)
+	ann := func() map[string]string { // one map per event: the recorder hands it on asynchronously
+		return settings.MigrationEventAnnotations(vmim.Name, vmim.UID, vmi.Status.MigrationState)
+	}
+	a.Recorder.AnnotatedEventf(&kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{
+		Namespace: vmim.Namespace, Name: vmim.Name, UID: vmim.UID}}, ann(), corev1.EventTypeWarning, reason, "%s", msg)
 	a.Recorder.AnnotatedEventf(&kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{
 		Namespace: vmi.Namespace, Name: vmi.Name, UID: vmi.UID}},
-		map[string]string{settings.AnnotationMigration: vmim.Name}, corev1.EventTypeWarning, reason, "%s", msg)
+		ann(), corev1.EventTypeWarning, reason, "%s: %s", settings.MigrationSubject(vmim.Name, vmim.UID), msg)
 }
 
 // migration is the VMIM of vmi's migration state (by UID), nil when it is gone.

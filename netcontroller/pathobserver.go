@@ -22,10 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
-// PathObserver publishes the migration paths' health (settings.PathHealth) from the probe agents'
+// PathObserver publishes the migration paths' health (health.PathHealth) from the probe agents'
 // PathReports, for admission and for the path status writer. Like Observer, every replica runs
 // it from its own informers and it writes nothing. It rebuilds the health on any change of a
 // report or of the current network, coalesced on the setting's key: at 1,000 nodes reporting every
@@ -34,7 +35,7 @@ type PathObserver struct {
 	Client            client.Client
 	KubeVirtNamespace string
 	// Paths receives every rebuilt health.
-	Paths *settings.PathStore
+	Paths *health.PathStore
 	// Changed, when set, is sent an event (never blocking) after each publish: the path status
 	// writer's trigger, so it reads a health at least as new as the event. Buffer it.
 	Changed chan event.GenericEvent
@@ -106,9 +107,9 @@ func (o *PathObserver) Reconcile(ctx context.Context, req reconcile.Request) (re
 	for i := range pods.Items {
 		handlers[i] = &pods.Items[i]
 	}
-	reports = settings.CurrentReports(reports, settings.VirtHandlerUIDs(handlers))
+	reports = health.CurrentReports(reports, health.VirtHandlerUIDs(handlers))
 	o.longest.Store(int64(LongestRound(network, reports)))
-	o.Paths.Publish(settings.Paths(network, reports))
+	o.Paths.Publish(health.Paths(network, reports))
 	for _, ch := range []chan event.GenericEvent{o.Changed, o.Published} {
 		if ch == nil {
 			continue
@@ -155,7 +156,8 @@ func PathReportCache() cache.ByObject { return cache.ByObject{Transform: TrimPat
 
 // TrimPathReport drops from a cached PathReport what nothing reads: labels, annotations, owners,
 // managed fields, the agent's version, address and port, the round's RTTs and each failing peer's
-// address, message and start (settings.Paths words its own message).
+// address and message (health.Paths words its own message); a failing peer's start stays (the
+// abort rule dates a failure by it).
 func TrimPathReport(obj any) (any, error) {
 	r, ok := obj.(*v1beta1.PathReport)
 	if !ok {
@@ -169,7 +171,8 @@ func TrimPathReport(obj any) (any, error) {
 			Peers: r.LastRound.Peers, Failing: r.LastRound.Failing}
 	}
 	for i := range r.Failing {
-		r.Failing[i] = v1beta1.PeerPath{Node: r.Failing[i].Node, Reason: r.Failing[i].Reason, Largest: r.Failing[i].Largest}
+		r.Failing[i] = v1beta1.PeerPath{Node: r.Failing[i].Node, Reason: r.Failing[i].Reason, Largest: r.Failing[i].Largest, Since: r.Failing[i].Since,
+			AfterCheck: r.Failing[i].AfterCheck}
 	}
 	return r, nil
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
@@ -38,6 +39,10 @@ const (
 	ReasonNotProbed = "NotProbed"
 	// ReasonPathsHealthy is the Normal event recorded when Healthy turns True.
 	ReasonPathsHealthy = "PathsHealthy"
+	// ReasonAgentSilent: no path fails, but the probe agent of an attached node has finished no
+	// round within its bound (False); also the Warning event naming each node whose agent falls
+	// silent.
+	ReasonAgentSilent = health.ReasonAgentSilent
 )
 
 // Steps of the path status writer, counted in statuswrite.MetricReconcileSteps.
@@ -69,7 +74,7 @@ type PathStatus struct {
 	Recorder          record.EventRecorder
 	KubeVirtNamespace string
 	// Paths is the store the PathObserver publishes into; Observer gives the longest round.
-	Paths    *settings.PathStore
+	Paths    *health.PathStore
 	Observer *PathObserver
 	// Changed is the PathObserver's Changed channel: an event after each publish.
 	Changed chan event.GenericEvent
@@ -82,6 +87,8 @@ type PathStatus struct {
 
 	mu        sync.Mutex
 	lastWrite time.Time
+	// silent are the nodes whose silence an event has told (forgotten once they report again).
+	silent map[string]bool
 }
 
 // SetupWithManager runs the writer on the leader, on changes of the setting and after each
@@ -103,22 +110,25 @@ func (r *PathStatus) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.now()
-	network := settings.NADRef(r.KubeVirtNamespace, settings.EffectiveNetwork(s).NAD)
+	eff := settings.EffectiveNetwork(s)
+	network := settings.NADRef(r.KubeVirtNamespace, eff.NAD)
 	h := r.Paths.Load()
 	if network != "" && (h == nil || h.Network != network) {
 		// The observer has not rebuilt for this network yet; its publish brings us back.
 		return reconcile.Result{}, nil
 	}
 	if network == "" {
-		// No migration network: no Healthy condition, no status.paths, no path gauges.
+		// No migration network: no Healthy condition, no status.paths, no path gauges; a network
+		// migranet does not judge: Healthy Unknown, saying so.
 		r.Metrics.pathsObserved(nil, 0)
-		return reconcile.Result{}, r.apply(ctx, s, nil, map[string]any{"paths": nil}, now)
+		return reconcile.Result{}, r.apply(ctx, s, withoutNetwork(eff), map[string]any{"paths": nil}, now)
 	}
 	v := judgePaths(h, network, attachedNodes(s), now)
 	r.Metrics.pathsObserved(&v, r.Observer.LongestRound())
 	conds, fields := []metav1.Condition{v.cond}, map[string]any{"paths": &v.paths}
 	requeue := untilStale(h, now)
 	if !statuswrite.WouldChange(s, conds, fields) {
+		r.tellSilent(s, v, false)
 		return reconcile.Result{RequeueAfter: requeue}, nil
 	}
 	transition := statuswrite.ConditionChanged(s.Status.Conditions, v.cond)
@@ -128,6 +138,7 @@ func (r *PathStatus) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if transition {
 		r.Recorder.Event(s, pathsEventType(v.cond), pathsEventReason(v.cond), v.cond.Message)
 	}
+	r.tellSilent(s, v, transition)
 	if err := r.apply(ctx, s, conds, fields, now); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -176,9 +187,36 @@ func (r *PathStatus) wrote(now time.Time) {
 	r.mu.Unlock()
 }
 
+// tellSilent records a Warning event naming the nodes whose agent fell silent since the last
+// look, unless the condition's own transition event to AgentSilent just named them.
+func (r *PathStatus) tellSilent(s *v1beta1.Setting, v pathVerdict, transition bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var fresh []string
+	next := make(map[string]bool, len(v.silent))
+	for _, n := range v.silent {
+		next[n] = true
+		if !r.silent[n] {
+			fresh = append(fresh, n)
+		}
+	}
+	r.silent = next
+	if len(fresh) == 0 || (transition && v.cond.Reason == ReasonAgentSilent) {
+		return
+	}
+	r.Recorder.Event(s, corev1.EventTypeWarning, ReasonAgentSilent, silentMessage(fresh))
+}
+
+// silentMessage says which nodes' agents are silent and what to check.
+func silentMessage(nodes []string) string {
+	return fmt.Sprintf("the probe agent of %s finished no round within its bound (3 of its intervals): hung, crashed or not running; "+
+		"its paths are judged only by its peers' probes towards it until it reports again (kubectl -n migranet-probe get pods -o wide; kubectl get mpr)",
+		strings.TrimSuffix(strings.TrimSuffix(nodeList(nodes, worstNodes), " is"), " are"))
+}
+
 // untilStale is how long until the next report of h goes stale (a little after, so the look then
 // sees it stale), 0 when none will.
-func untilStale(h *settings.PathHealth, now time.Time) time.Duration {
+func untilStale(h *health.PathHealth, now time.Time) time.Duration {
 	next := h.NextStale(now)
 	if next.IsZero() {
 		return 0
@@ -210,12 +248,14 @@ type pathVerdict struct {
 	paths v1beta1.PathsStatus
 	// byReason counts the failing directions between attached nodes by reason.
 	byReason map[string]int
+	// silent are the attached nodes whose agent is silent, sorted.
+	silent []string
 }
 
 // judgePaths sums up h over the pairs of attached at now: the Healthy condition, status.paths and
 // the failing directions by reason. Messages name nodes and say what to check, never a time or a
 // count that moves without a transition.
-func judgePaths(h *settings.PathHealth, network string, attached []string, now time.Time) pathVerdict {
+func judgePaths(h *health.PathHealth, network string, attached []string, now time.Time) pathVerdict {
 	v := pathVerdict{paths: h.Summary(attached, now), byReason: map[string]int{}}
 	v.cond = metav1.Condition{Type: v1beta1.ConditionHealthy}
 	in := make(map[string]bool, len(attached))
@@ -224,6 +264,8 @@ func judgePaths(h *settings.PathHealth, network string, attached []string, now t
 	}
 	perNode := map[string]int{}
 	var stale []string
+	v.silent = h.SilentNodes(attached, now)
+	sort.Strings(v.silent)
 	for _, a := range attached {
 		if !h.Fresh(a, now) {
 			stale = append(stale, a)
@@ -250,6 +292,14 @@ func judgePaths(h *settings.PathHealth, network string, attached []string, now t
 		}
 		v.cond.Message = fmt.Sprintf("migration paths fail between attached nodes, most from or to %s: %s (all failures: status.paths.failures, kubectl get mpr)",
 			strings.Join(worst(perNode, worstNodes), ", "), first)
+		if len(v.silent) > 0 {
+			v.cond.Message += fmt.Sprintf("; and the probe agent of %s is silent", strings.Join(v.silent[:min(len(v.silent), worstNodes)], ", "))
+		}
+	case len(v.silent) > 0:
+		// Not Unknown: an agent that stopped finishing rounds is a fault to fix, unlike one that
+		// has not finished its first round yet.
+		v.cond.Status, v.cond.Reason = metav1.ConditionFalse, ReasonAgentSilent
+		v.cond.Message = "no path fails, but " + silentMessage(v.silent)
 	case v.paths.Unverified > 0 && len(stale) == len(attached):
 		v.cond.Status, v.cond.Reason = metav1.ConditionUnknown, ReasonNotProbed
 		v.cond.Message = fmt.Sprintf("no attached node has fresh probe results on %s: is the probe agent (migranet probe) running on the nodes? (kubectl get mpr)", network)
@@ -327,11 +377,24 @@ func pathsEventReason(c metav1.Condition) string {
 }
 
 // allReport reports whether every node of nodes reports problem.
-func allReport(h *settings.PathHealth, nodes []string, problem string) bool {
+func allReport(h *health.PathHealth, nodes []string, problem string) bool {
 	for _, n := range nodes {
 		if p, _ := h.Problem(n); p != problem {
 			return false
 		}
 	}
 	return true
+}
+
+// withoutNetwork is the path part's conditions when no network of migranet's is in force: none
+// for the pod network (no Healthy condition), Healthy Unknown naming the NAD for a network
+// migranet does not judge.
+func withoutNetwork(eff settings.Effective) []metav1.Condition {
+	nj := eff.NotJudged
+	if nj == nil {
+		return nil
+	}
+	return []metav1.Condition{{Type: v1beta1.ConditionHealthy, Status: metav1.ConditionUnknown, Reason: health.ReasonNetworkNotJudged,
+		Message: fmt.Sprintf("KubeVirt migrates over NetworkAttachmentDefinition %s, which migranet does not judge (%s): its paths are not probed, "+
+			"and no migration is refused, steered or aborted on their account", nj.Ref, nj.Why)}}
 }

@@ -34,14 +34,25 @@ type Cluster struct {
 	// Nodes. A migration range may overlap none of them.
 	ServiceRanges []netip.Prefix
 	PodAddrs      []PodAddr
+	// Migrations are the KubeVirt CR's migration limits a budget is judged against
+	// (MigrationLimitsOf; KubeVirt's defaults when there is no CR).
+	Migrations MigrationLimits
 }
 
-// ClusterOf is the Cluster the checks of a vm-migration-network value judge against: nodes, the
-// node selector of kv, the KubeVirt CR in force (nil: none), the Service ranges and the
+// migrationLimits is cl's, KubeVirt's defaults for a nil cl or unset limits.
+func (cl *Cluster) migrationLimits() MigrationLimits {
+	if cl == nil || cl.Migrations == (MigrationLimits{}) {
+		return MigrationLimitsOf(nil)
+	}
+	return cl.Migrations
+}
+
+// ClusterOf is the Cluster the checks of a vm-migration-network value (and a migration-policy's
+// budget) judge against: nodes, the node selector and migration limits of kv, the KubeVirt CR in force (nil: none), the Service ranges and the
 // virt-handlers' pod addresses. The setting webhook and the settings controller both derive it
 // here, so a stored value is judged alike by both.
 func ClusterOf(nodes []*corev1.Node, kv *kubevirtv1.KubeVirt, services []netip.Prefix, pods []PodAddr) *Cluster {
-	return &Cluster{Nodes: nodes, NodeSelector: WorkloadsNodeSelector(kv), ServiceRanges: services, PodAddrs: pods}
+	return &Cluster{Nodes: nodes, NodeSelector: WorkloadsNodeSelector(kv), ServiceRanges: services, PodAddrs: pods, Migrations: MigrationLimitsOf(kv)}
 }
 
 // Eligible reports whether node runs virt-handler and so needs a migration address: it is not a

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -23,12 +24,32 @@ type Effective struct {
 	Errs field.ErrorList
 	// Warnings are the value's own soft problems.
 	Warnings []string
-	check    *valueCheck
+	// NotJudged is set when the network in force is a NAD migranet does not judge (status.source
+	// says so): Network, Hash and NAD are then empty, so nothing keyed by them — readiness, path
+	// health, steering, the admission rules — claims or refuses anything about it.
+	NotJudged *NotJudgedNetwork
+	check     *valueCheck
+}
+
+// NotJudgedNetwork is a network in force that migranet does not judge.
+type NotJudgedNetwork struct {
+	// NAD is its NetworkAttachmentDefinition's name (in the KubeVirt namespace), Ref the same as
+	// namespace/name.
+	NAD, Ref string
+	// Why says why it is not judged.
+	Why string
+}
+
+// Describe says, for conditions and events, that the NAD is in force and not judged, and why.
+func (n *NotJudgedNetwork) Describe() string {
+	return fmt.Sprintf("NetworkAttachmentDefinition %s, which migranet does not judge (%s); migrations run over it as KubeVirt runs them: "+
+		"migranet claims no readiness or path health of it and refuses nothing on its account", n.Ref, n.Why)
 }
 
 // Disabled reports whether the setting asks for no migration network: an empty effective value.
-// An invalid value is neither disabled nor enabled: Errs says why.
-func (e Effective) Disabled() bool { return e.Network == nil && len(e.Errs) == 0 }
+// An invalid value is neither disabled nor enabled: Errs says why; a network not judged is not
+// disabled either.
+func (e Effective) Disabled() bool { return e.Network == nil && len(e.Errs) == 0 && e.NotJudged == nil }
 
 // EffectiveNetwork is the migration network s puts in force: its effective value parsed, checked
 // by itself, with its hash and NAD name; or, when status.source names another setting (Harvester
@@ -50,6 +71,10 @@ func ValueNetwork(s *v1beta1.Setting) Effective {
 // sourcedNetwork is the Effective of a network another setting put in force: its NAD keeps the
 // name its controller gave it (the namespace is KubeVirt's, as for migranet's own NAD).
 func sourcedNetwork(src *v1beta1.NetworkSource) Effective {
+	_, name, _ := strings.Cut(src.NetworkAttachmentDefinition, "/")
+	if src.NotJudged != "" && name != "" {
+		return Effective{NotJudged: &NotJudgedNetwork{NAD: name, Ref: src.NetworkAttachmentDefinition, Why: src.NotJudged}}
+	}
 	if src.Value == "" {
 		return Effective{}
 	}

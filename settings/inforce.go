@@ -1,8 +1,6 @@
 package settings
 
 import (
-	"fmt"
-
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 )
 
@@ -14,25 +12,6 @@ func FindNAD(nads []nadv1.NetworkAttachmentDefinition, namespace, name string) *
 		}
 	}
 	return nil
-}
-
-// ReadNetworkInForce reads the network carried by the NAD namespace/name that the KubeVirt CR's
-// migrations.network names (what the mirrors of Harvester and HCO mode publish), or says why it
-// cannot, naming the NAD: it is missing, or NetworkFromNAD cannot read it.
-func ReadNetworkInForce(nads []nadv1.NetworkAttachmentDefinition, namespace, name string) (*nadv1.NetworkAttachmentDefinition, Network, string) {
-	nad := FindNAD(nads, namespace, name)
-	if nad == nil {
-		return nil, Network{}, fmt.Sprintf("the KubeVirt CR's migrations.network names NetworkAttachmentDefinition %s/%s, which does not exist", namespace, name)
-	}
-	n, err := NetworkFromNAD(nad)
-	if _, notJudged := IsNotJudged(err); notJudged {
-		return nad, Network{}, fmt.Sprintf("the KubeVirt CR's migrations.network names %v: migranet mirrors nothing it does not read "+
-			"(no addresses, paths or capacity of it are judged)", err)
-	}
-	if err != nil {
-		return nad, Network{}, fmt.Sprintf("NetworkAttachmentDefinition %s/%s, which the KubeVirt CR's migrations.network names, is not a migration network migranet can read: %v", namespace, name, err)
-	}
-	return nad, n, ""
 }
 
 // AppendUnique appends each non-empty name not in names yet.

@@ -31,7 +31,7 @@ const (
 	keyExemptUsers = "exemptUsers"
 )
 
-var migrationPolicyKeys = []string{keyRules, keyExemptUsers}
+var migrationPolicyKeys = []string{keyRules, keyExemptUsers, keyBudget}
 
 // serviceAccountPrefix starts the username of every service account.
 const serviceAccountPrefix = "system:serviceaccount:"
@@ -46,6 +46,8 @@ type MigrationPolicy struct {
 	// ExemptUsers are usernames (service accounts as system:serviceaccount:<ns>:<name>) whose
 	// requests skip the exemptable rules (see Rule.Exemptable).
 	ExemptUsers []string
+	// Budget is the per-node migration budget; nil: none (budget.go).
+	Budget *Budget
 }
 
 // Mode returns r's mode: the policy's, else the rule's default (RuleSpec.Default).
@@ -103,6 +105,10 @@ func ParseMigrationPolicy(raw string, fld *field.Path) (*MigrationPolicy, field.
 			var uerrs field.ErrorList
 			p.ExemptUsers, uerrs = decodeExemptUsers(mem.raw, path)
 			errs = append(errs, uerrs...)
+		case keyBudget:
+			var berrs field.ErrorList
+			p.Budget, berrs = decodeBudget(mem.raw, path)
+			errs = append(errs, berrs...)
 		default:
 			errs = append(errs, notSupportedKey(path, mem.key, migrationPolicyKeys, "unknown key"))
 		}

@@ -12,7 +12,8 @@ import (
 // Summary is the migration policy's short human form for `kubectl get` (the Setting's
 // status.summary, its VALUE column): the rules not enforced as rule=mode in evaluation order, or
 // "all enforced", then "(N exempt)" when users are exempt. E.g.
-// "feasibleTarget=warn postCopyCancel=off (1 exempt)".
+// "feasibleTarget=warn postCopyCancel=off (1 exempt)"; a budget adds ", budget 1Gi/s" and its
+// overrides ("budget 1Gi/s (+2 node overrides)").
 func (p *MigrationPolicy) Summary() string {
 	var parts []string
 	for _, spec := range registry {
@@ -27,6 +28,12 @@ func (p *MigrationPolicy) Summary() string {
 	}
 	if p != nil && len(p.ExemptUsers) > 0 {
 		out += fmt.Sprintf(" (%d exempt)", len(p.ExemptUsers))
+	}
+	if p != nil && p.Budget != nil {
+		out += ", budget " + Rate(p.Budget.Bandwidth.Value())
+		if n := len(p.Budget.Nodes); n > 0 {
+			out += fmt.Sprintf(" (+%d node %s)", n, Plural(n, "override", "overrides"))
+		}
 	}
 	return out
 }

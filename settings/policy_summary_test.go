@@ -17,6 +17,11 @@ func TestPolicySummary(t *testing.T) {
 		{`{"rules":{"feasibleTarget":"enforce"},"exemptUsers":["system:serviceaccount:kubevirt:kubevirt-controller"]}`, "", "all enforced (1 exempt)"},
 		{`{"rules":{"feasibleTarget":"sometimes"}}`, "", "invalid"},
 		{`not json`, "", "invalid"},
+		{`{"budget":{"bandwidth":"1Gi"}}`, "", "all enforced, budget 1Gi/s"},
+		{`{"rules":{"feasibleTarget":"warn"},"budget":{"bandwidth":"1536Mi","nodes":[{"selector":{"a":"b"},"bandwidth":"2Gi"}]}}`, "",
+			"feasibleTarget=warn, budget 1.5Gi/s (+1 node override)"},
+		{`{"budget":{"bandwidth":"1Gi","nodes":[{"selector":{"a":"b"},"inboundMigrations":1},{"selector":{"a":"c"},"inboundMigrations":1}]}}`, "",
+			"all enforced, budget 1Gi/s (+2 node overrides)"},
 	} {
 		s := &v1beta1.Setting{ObjectMeta: metav1.ObjectMeta{Name: v1beta1.MigrationPolicy}, Value: tc.value, Default: tc.def}
 		if got := PolicySummary(s); got != tc.want {

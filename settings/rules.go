@@ -70,7 +70,7 @@ var registry = [...]RuleSpec{
 	{RuleHCONetwork, ModeEnforce, true, OnHyperConverged,
 		"the NetworkAttachmentDefinition it names exists in the HyperConverged CR's namespace and can carry migrations: a bridge or macvlan NAD with a whereabouts range holding an address for every node that runs virt-handler, on nodes that carry its cluster network (NADs of other types are admitted with a warning: not judged)"},
 	{RuleRunningPathHealthy, ModeEnforce, true, OnRunning,
-		"no probe round that started after a running pre-copy (or Paused) migration began reports its path between source and target failing; enforce aborts it (deletes its VMIM, as `virtctl migrate-cancel` does), warn only records an event; post-copy is never aborted, missing or stale results abort nothing"},
+		"no failure of its path between source and target that began after a running pre-copy (or Paused) migration started (first found by a probe sent after it started; one known before is `pathHealthy`'s business); enforce aborts it (deletes its VMIM, as `virtctl migrate-cancel` does), warn only records an event; post-copy is never aborted, missing or stale results abort nothing"},
 }
 
 // ForceCancelAnnotation, set to "true" on a VirtualMachineInstanceMigration, lets it be deleted

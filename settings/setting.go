@@ -70,7 +70,9 @@ func JudgeSetting(s *v1beta1.Setting, cl *Cluster) (Effective, field.ErrorList, 
 		}
 	case v1beta1.MigrationPolicy:
 		for _, f := range fields {
-			errs = append(errs, validateMigrationPolicy(f.raw, f.path)...)
+			ferrs, fwarns := ValidateMigrationPolicy(f.raw, f.path, cl.migrationLimits())
+			errs = append(errs, ferrs...)
+			warns = append(warns, fwarns...)
 		}
 	default:
 		e := field.NotSupported(field.NewPath("metadata", "name"), s.Name, OwnedSettings)
@@ -81,9 +83,14 @@ func JudgeSetting(s *v1beta1.Setting, cl *Cluster) (Effective, field.ErrorList, 
 	return eff, BoundErrors(errs), BoundWarnings(warns)
 }
 
-// validateMigrationPolicy accepts an empty value or a value ParseMigrationPolicy decodes without
-// errors.
-func validateMigrationPolicy(raw string, fld *field.Path) field.ErrorList {
-	_, errs := ParseMigrationPolicy(raw, fld)
-	return errs
+// ValidateMigrationPolicy accepts an empty value or a value ParseMigrationPolicy decodes without
+// errors, whose budget ValidateBudget admits against the KubeVirt CR's limits l; warnings are
+// ValidateBudget's.
+func ValidateMigrationPolicy(raw string, fld *field.Path, l MigrationLimits) (field.ErrorList, []string) {
+	p, errs := ParseMigrationPolicy(raw, fld)
+	if p == nil || p.Budget == nil {
+		return errs, nil
+	}
+	berrs, warns := ValidateBudget(p.Budget, fld.Child(keyBudget), l)
+	return append(errs, berrs...), warns
 }

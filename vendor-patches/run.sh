@@ -15,6 +15,16 @@
 #                         and virt-handler-v1.8.4/wiring; per package: tests ran,
 #                         passed, failed, skipped; test2json streams kept in
 #                         $MIGRANET_TEST_RESULTS (vendor-patches--<pkg>.json)
+#   run.sh lab-proxy      apply the v1.9.0 series if needed, build harness/labproxy (the
+#                         patched migration proxy as one lab node's virt-handler runs
+#                         it, for make dev and the suites) and print its path; cached
+#                         by series, harness sources and Go version
+#   run.sh rebase-check RELEASE [--tree DIR] [--series SERIES]
+#                         does the series apply to another release (from the module
+#                         proxy, or the kubevirt tree DIR)? per patch OK or the hunks
+#                         that need work; whether the release has upstream's fix of
+#                         CVE-2026-13622 (then 0011 is dropped). See rebase-check.sh.
+#                         "rebase-check --self-test": its checks of run.sh test
 #   run.sh bench          print "bench proxy: ..." lines (patched vs direct vs upstream,
 #                         and vs the floor: floor/splicefloor.c, the cheapest relay),
 #                         per mode (shared cores, per-node CPUs, proxies alone), with
@@ -28,10 +38,12 @@
 # to the v1.9.0 tree (MIGRANET_VP_FAULT_VERSION: another release's) on top of the
 # series.
 #
-# MIGRANET_VP_PATCHES selects the series: "all" (default), "none", or a comma list of
-# patch numbers ("1,2"). Anything but "all" is for showing that the harness fails
-# without the patches; the harness then builds with -tags vp_unpatched where the
-# patched API is missing.
+# MIGRANET_VP_PATCHES selects the series: "all" (default), "none", a comma list of
+# patch numbers ("1,2"), or "all" less some ("all,-11": the series without 0011).
+# Anything but "all" is for showing that the harness fails without the patches;
+# the harness then builds with -tags vp_unpatched unless every patch but 0011 is
+# selected (the patched constructor and metrics are missing), and with -tags
+# vp_unsafe_dial unless 0011 is (the proxy takes launcher sockets by plain path).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,16 +70,19 @@ bench_timeout="${MIGRANET_VP_BENCH_TIMEOUT:-15m}"
 die() { echo "vendor-patches: $*" >&2; exit 1; }
 say() { echo "vendor-patches: $*" >&2; }
 
+# patch_selected N: whether MIGRANET_VP_PATCHES selects patch number N.
+patch_selected() {
+  local sel=",${MIGRANET_VP_PATCHES:-all},"
+  [[ "$sel" == *",-$1,"* ]] && return 1
+  [[ "$sel" == *",all,"* || "$sel" == *",$1,"* ]]
+}
+
 selected_patches() { # VERSION
-  local sel="${MIGRANET_VP_PATCHES:-all}" p n
+  local p n
   for p in "$here/kubevirt-$1"/[0-9][0-9][0-9][0-9]-*.patch; do
     [ -e "$p" ] || continue
     n=$((10#$(basename "$p" | cut -c1-4)))
-    case "$sel" in
-      all) echo "$p" ;;
-      none) ;;
-      *) [[ ",$sel," == *",$n,"* ]] && echo "$p" ;;
-    esac
+    if patch_selected "$n"; then echo "$p"; fi
   done
   # mutate.sh: one deliberate fault (faults/*.patch against the kubevirt tree) on
   # top of the harness release's series, in a work dir of its own.
@@ -147,8 +162,49 @@ cmd_virt_handler() {
   echo "$out"
 }
 
+# The lab's migration proxy (harness/labproxy): the patched v1.9.0 package as one
+# node's virt-handler runs it, for make dev and the suites that move migrations'
+# bytes (test/sim). Built like the harness's test binaries (same module, flags and
+# work dir link), so its packages are the ones run.sh test compiles: whichever runs
+# first compiles them, the other finds them in the build cache. The binary is kept
+# in the cache, named by the series' hash and a hash of the harness's sources and
+# go.sum and the Go version: a warm call builds nothing.
+cmd_lab_proxy() {
+  [ -z "$(tags_flag)" ] || die "lab-proxy needs the whole series (MIGRANET_VP_PATCHES=${MIGRANET_VP_PATCHES:-all})"
+  command -v go >/dev/null || die "go not found"
+  command -v git >/dev/null || die "git not found (git apply is used for the series)"
+  prepare "$kv_version" "$here/harness" kubevirt
+  local src out start=$SECONDS
+  src=$( { go version; cd "$here/harness" && cat go.mod go.sum &&
+    find . -name '*.go' ! -name '*_test.go' -not -path './stubs/*' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-12)
+  out="$cache_root/bin/labproxy-$kv_version-$(series_hash "$kv_version")-$src"
+  mkdir -p "$cache_root/bin" "$here/.work/bin"
+  if [ ! -x "$out" ]; then
+    say "$kv_version: building the lab's migration proxy (harness/labproxy; cold: the patched packages, about 5-10 minutes on 2 cores)"
+    (cd "$here/harness" && go build -p "$build_p" -o "$out.tmp" ./labproxy) || die "labproxy does not build"
+    mv "$out.tmp" "$out"
+    say "$kv_version: labproxy built in $((SECONDS - start)) s"
+  fi
+  ln -sfn "$out" "$here/.work/bin/labproxy"
+  echo "$out"
+}
+
+# The harness's build tags for the selected series: vp_unpatched (upstream's
+# constructor, no proxy metrics) unless every patch but 0011 is selected,
+# vp_unsafe_dial (launcher sockets by plain path) unless 0011 is.
 tags_flag() {
-  [ "${MIGRANET_VP_PATCHES:-all}" = all ] || echo "-tags=vp_unpatched"
+  local p n tags=""
+  for p in "$here/kubevirt-$kv_version"/[0-9][0-9][0-9][0-9]-*.patch; do
+    n=$((10#$(basename "$p" | cut -c1-4)))
+    [ "$n" = 11 ] || patch_selected "$n" || tags=vp_unpatched
+  done
+  patch_selected 11 || tags=${tags:+$tags,}vp_unsafe_dial
+  if [ -n "$tags" ]; then echo "-tags=$tags"; fi
+}
+
+# harness_patched: the harness builds against the patched API (no vp_unpatched).
+harness_patched() {
+  [[ "$(tags_flag)" != *vp_unpatched* ]]
 }
 
 # The upstream packages the series touches that build for kv_version: the others
@@ -166,6 +222,27 @@ handler_packages() {
   echo kubevirt.io/kubevirt/pkg/virt-handler/migration-proxy
   echo kubevirt.io/kubevirt/pkg/monitoring/metrics/virt-handler
   echo kubevirt.io/kubevirt/pkg/virt-launcher/virtwrap/api
+  echo kubevirt.io/kubevirt/pkg/virt-handler
+}
+
+# test_args PKG: extra arguments of a package's test binary. pkg/virt-handler
+# (touched by 0006's new file and 0011's migration-target.go) runs the specs of
+# migration-target_test.go, which drive handleTargetMigrationProxy: its whole
+# suite (230 specs in v1.8.4) takes about two minutes, mostly waiting.
+test_args() {
+  case "$1" in
+    kubevirt.io/kubevirt/pkg/virt-handler) echo "-ginkgo.focus-file=migration-target_test.go" ;;
+  esac
+}
+
+# bin_name PKG: the name of a package's test binary and results file: its base
+# name, but pkg/virt-handler's is its Go package name (its base name is the
+# metrics package's).
+bin_name() {
+  case "$1" in
+    kubevirt.io/kubevirt/pkg/virt-handler) echo virthandler ;;
+    *) basename "$1" ;;
+  esac
 }
 
 # run_test_binaries MODULE DIR TIMEOUT PREFIX PKG...: runs each package's compiled
@@ -183,13 +260,13 @@ run_test_binaries() {
   mkdir -p "$outdir"
   for pkg in "$@"; do
     dir=$(cd "$module" && go list $(tags_flag) -f '{{.Dir}}' "$pkg")
-    bin="$bindir/$(basename "$pkg").test"
+    bin="$bindir/$(bin_name "$pkg").test"
     [ -x "$bin" ] || continue
-    raw="$bindir/$(basename "$pkg").test2json"
-    json="$outdir/$prefix$(basename "$pkg").json"
+    raw="$bindir/$(bin_name "$pkg").test2json"
+    json="$outdir/$prefix$(bin_name "$pkg").json"
     start=$(date +%s)
     status=0
-    (cd "$dir" && "$bin" -test.v=test2json -test.timeout "$timeout" -test.count 1 2>&1 | tee "$raw" |
+    (cd "$dir" && "$bin" -test.v=test2json -test.timeout "$timeout" -test.count 1 $(test_args "$pkg") 2>&1 | tee "$raw" |
       sed -e 's/\x16//' -e 's/^/    /'; exit "${PIPESTATUS[0]}") || status=$?
     go tool test2json -t -p "$pkg" < "$raw" > "$json"
     ran=$(count_events run "$json"); passed=$(count_events pass "$json")
@@ -223,14 +300,16 @@ print_summary() {
 # two share the build cache.
 cmd_upstream() {
   cmd_apply
-  local rc=0 bindir="$here/.work/testbin"
+  local rc=0 pkg bindir="$here/.work/testbin"
   rm -rf "$bindir/upstream" "$bindir/upstream-$handler_version"
   mkdir -p "$bindir/upstream" "$bindir/upstream-$handler_version"
   say "compiling upstream's test binaries (-p $build_p)"
   (cd "$here/harness" && go test -c -p "$build_p" -o "$bindir/upstream/" $(patched_packages)) ||
     die "$kv_version: test binaries do not build"
-  (cd "$handler_module" && CGO_ENABLED=1 go test -c -p "$build_p" -o "$bindir/upstream-$handler_version/" $(handler_packages)) ||
-    die "$handler_version: test binaries do not build"
+  for pkg in $(handler_packages); do
+    (cd "$handler_module" && CGO_ENABLED=1 go test -c -p "$build_p" -o "$bindir/upstream-$handler_version/$(bin_name "$pkg").test" "$pkg") ||
+      die "$handler_version: test binary of $pkg does not build"
+  done
   say "$kv_version: upstream unit tests of the patched packages"
   run_test_binaries "$here/harness" "$bindir/upstream" "$upstream_timeout" "vendor-patches--upstream-$kv_version-" $(patched_packages) || rc=1
   say "$handler_version: upstream unit tests of the patched packages"
@@ -252,19 +331,65 @@ cmd_test() {
   harness_pkgs=$(cd "$here/harness" && go list $(tags_flag) ./...)
   say "harness tests (loopback, netns + QEMU)"
   run_test_binaries "$here/harness" "$bindir/harness" "$harness_timeout" "vendor-patches--" $harness_pkgs || rc=1
-  # The code cmd/virt-handler runs to build its proxy (patch 0006), in the v1.8.4
-  # tree whose virt-handler builds: compiled as virt-handler is (CGO_ENABLED=1).
-  if [ "${MIGRANET_VP_PATCHES:-all}" = all ]; then
+  # The code cmd/virt-handler runs to build its proxy (patch 0006) and the socket
+  # list of its migration target controller (0011), in the v1.8.4 tree whose
+  # virt-handler builds: compiled as virt-handler is (CGO_ENABLED=1).
+  if harness_patched; then
     rm -rf "$bindir/wiring" && mkdir -p "$bindir/wiring"
-    (cd "$handler_module" && CGO_ENABLED=1 go test -c -p "$build_p" -o "$bindir/wiring/" ./wiring) ||
+    (cd "$handler_module" && CGO_ENABLED=1 go test -c -p "$build_p" $(tags_flag) -o "$bindir/wiring/" ./wiring) ||
       die "$handler_version: wiring test binary does not build"
     say "$handler_version: virt-handler's migration proxy wiring (netns)"
     run_test_binaries "$handler_module" "$bindir/wiring" "$upstream_timeout" "vendor-patches--" \
       github.com/migranet/migranet/vendor-patches/virt-handler-$handler_version/wiring || rc=1
   fi
+  rebase_selftest || rc=1
   print_summary
   [ $rc = 0 ] && say "all tests passed" || say "TESTS FAILED"
   return $rc
+}
+
+# rebase_selftest: run.sh rebase-check against three trees whose answer is known:
+# v1.9.0 (the series' own base: every patch OK, no CVE fix), v1.9.0 with
+# testdata/simulated-cve-fix-v1.9.0.patch (the fix detected, 0011 to drop, the
+# conflicting hunks named) and v1.8.4 checked with the v1.9.0 series (0003's
+# SetupMetrics hunk named). Each case: exit status and lines expected.
+rebase_selftest() {
+  local tmp src d ran=0 passed=0 failed=0 out status name want_rc line ok
+  tmp=$(mktemp -d)
+  say "rebase-check self-test"
+  # The simulated tree: the directories the series and the simulation touch.
+  src=$(cd "$tmp" && GONOSUMDB=kubevirt.io go mod download -json kubevirt.io/kubevirt@$kv_version |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  for d in cmd/virt-handler pkg/virt-handler pkg/monitoring/metrics/virt-handler pkg/virt-launcher/virtwrap; do
+    mkdir -p "$tmp/simulated/$(dirname "$d")" && cp -r "$src/$d" "$tmp/simulated/$d" || break
+  done
+  chmod -R u+w "$tmp/simulated" &&
+    (cd "$tmp/simulated" && git apply "$here/testdata/simulated-cve-fix-v1.9.0.patch") ||
+    { rm -rf "$tmp"; say "rebase-check self-test: the simulated tree cannot be made"; summary+=("rebase-check self-test: 1 ran, 0 passed, 1 failed, 0 skipped"); return 1; }
+  while IFS='|' read -r name want_rc args expect; do
+    ran=$((ran + 1))
+    status=0
+    # shellcheck disable=SC2086 # args is a word list
+    out=$(bash "$here/rebase-check.sh" ${args//@TMP@/$tmp} 2>&1) || status=$?
+    ok=1
+    [ "$status" = "$want_rc" ] || ok=0
+    while IFS= read -r line; do
+      [ -z "$line" ] || grep -qF -- "$line" <<<"$out" || { ok=0; say "  $name: missing line: $line"; }
+    done < <(tr ';' '\n' <<<"$expect")
+    if [ $ok = 1 ]; then
+      passed=$((passed + 1)); say "  ok   $name"
+    else
+      failed=$((failed + 1)); say "  FAIL $name (exit $status, want $want_rc); its output:"; sed 's/^/      /' <<<"$out" >&2
+    fi
+  done <<'CASES'
+v1.9.0 onto itself|0|v1.9.0|CVE-2026-13622: not fixed in this tree;0011-virt-handler-dial-the-target-launcher-sockets-without-following-symlinks: OK;every patch applies to v1.9.0
+v1.9.0 onto a simulated fix|1|v1.9.1 --tree @TMP@/simulated|CVE-2026-13622: FIXED in this tree;drop 0011 from the series;0011-virt-handler-dial-the-target-launcher-sockets-without-following-symlinks: DROP;0002-migration-proxy-close-both-legs-half-close-ordered-dials-splice: NEEDS WORK;pkg/virt-handler/migration-proxy/migration-proxy.go: @@ -439,59 +443,7 @@ func (m *migrationProxy) Stop() {
+v1.9.0 series onto v1.8.4|1|v1.8.4 --series v1.9.0|0003-migration-proxy-per-migration-byte-and-throughput-metrics: NEEDS WORK;pkg/monitoring/metrics/virt-handler/metrics.go: @@ -47,7 +48,7 @@ func SetupMetrics(
+CASES
+  rm -rf "$tmp"
+  say "rebase-check self-test: $passed passed, $failed failed"
+  summary+=("rebase-check self-test: $ran ran, $passed passed, $failed failed, 0 skipped")
+  [ "$failed" = 0 ]
 }
 
 # The unpatched upstream proxy, built from the pristine module (no series applied),
@@ -304,5 +429,10 @@ case "${1:-}" in
   upstream) rc=0; cmd_upstream || rc=$?; print_summary; exit $rc ;;
   test) cmd_test ;;
   bench) cmd_bench ;;
-  *) echo "usage: $0 apply|virt-handler|upstream|test|bench" >&2; exit 2 ;;
+  lab-proxy) cmd_lab_proxy ;;
+  rebase-check)
+    shift
+    if [ "${1:-}" = --self-test ]; then rebase_selftest; exit; fi
+    exec bash "$here/rebase-check.sh" "$@" ;;
+  *) echo "usage: $0 apply|virt-handler|upstream|test|bench|lab-proxy|rebase-check RELEASE [--tree DIR] [--series SERIES]" >&2; exit 2 ;;
 esac

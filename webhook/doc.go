@@ -7,5 +7,5 @@
 // request is made while answering a review. The package counts every decision (metrics.go) and
 // leaves a Warning event on the VMI of a refused migration (events.go) or of one admitted with
 // warnings (warned.go). Serving certificates are in certs/. It never imports netcontroller: the
-// readiness snapshot both use is settings.Snapshot.
+// readiness snapshot both use is health.Snapshot.
 package webhook

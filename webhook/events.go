@@ -18,7 +18,8 @@ import (
 const maxEventMessage = 1024
 
 // recordRefusal leaves a Warning event on the VMI whose migration was refused, so that
-// `kubectl describe vmi` shows why it did not move. The recorder is asynchronous and aggregates
+// `kubectl describe vmi` shows why it did not move; annotated with the migration's name (a refused
+// migration is never stored: no UID ties it, its time does). The recorder is asynchronous and aggregates
 // repeats, so admission never waits for the write. Nothing is recorded without a VMI (a migration
 // of a missing VMI has none to describe), for a dry-run request (which must have no side effects),
 // or without a recorder.
@@ -37,7 +38,8 @@ func (v *MigrationValidator) recordRefusal(ctx context.Context, vmi *kubevirtv1.
 	ref := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{
 		Namespace: vmi.Namespace, Name: vmi.Name, UID: vmi.UID, ResourceVersion: vmi.ResourceVersion,
 	}}
-	v.Recorder.Event(ref, corev1.EventTypeWarning, settings.ReasonMigrationRefused, msg)
+	v.Recorder.AnnotatedEventf(ref, settings.MigrationEventAnnotations(vmim.Name, "", nil), corev1.EventTypeWarning,
+		settings.ReasonMigrationRefused, "%s", msg)
 }
 
 // RefusalMessage summarises the denying decisions of migration name, naming each rule, e.g.

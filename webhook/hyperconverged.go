@@ -15,6 +15,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/hcomode"
+	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
 
@@ -32,6 +33,10 @@ type HyperConvergedValidator struct {
 	Reader            client.Reader
 	State             migrationcheck.State
 	KubeVirtNamespace string
+	// APIReader, when set, reads the NADs again from the API server before a NotFound refusal:
+	// migranet's settings controller renders its NAD and patches the HyperConverged CR right
+	// after, and this replica's cache may not hold the NAD yet. nil: the cache alone.
+	APIReader client.Reader
 	// Metrics counts the decisions; nil counts nothing.
 	Metrics *Metrics
 }
@@ -86,14 +91,26 @@ func (v *HyperConvergedValidator) Handle(ctx context.Context, req admission.Requ
 	return resp.WithWarnings(warnings...)
 }
 
-// judge reads what JudgeNetwork needs from the cache.
+// judge reads what JudgeNetwork needs from the cache. migranet's own value's NAD is never refused:
+// the setting webhook judged that value, and the settings controller renders the NAD before it
+// writes the field and keeps it rendered for the hand-back. A NAD the cache lacks is looked for in
+// the API server before it is called missing.
 func (v *HyperConvergedValidator) judge(ctx context.Context, f hcomode.Field, network string) (field.ErrorList, []string, error) {
-	if network == "" {
+	if network == "" || network == v.ownNAD(ctx) {
 		return nil, nil, nil
 	}
 	nads := &nadv1.NetworkAttachmentDefinitionList{}
 	if err := v.Reader.List(ctx, nads, client.InNamespace(v.KubeVirtNamespace)); err != nil {
 		return nil, nil, fmt.Errorf("listing NetworkAttachmentDefinitions: %w", err)
+	}
+	if v.APIReader != nil && settings.FindNAD(nads.Items, v.KubeVirtNamespace, network) == nil {
+		nad := &nadv1.NetworkAttachmentDefinition{}
+		switch err := v.APIReader.Get(ctx, client.ObjectKey{Namespace: v.KubeVirtNamespace, Name: network}, nad); {
+		case err == nil:
+			nads.Items = append(nads.Items, *nad)
+		case !apierrors.IsNotFound(err):
+			return nil, nil, fmt.Errorf("reading NetworkAttachmentDefinition %s/%s: %w", v.KubeVirtNamespace, network, err)
+		}
 	}
 	nodes, err := v.State.Nodes(ctx)
 	if err != nil {
@@ -105,4 +122,14 @@ func (v *HyperConvergedValidator) judge(ctx context.Context, f hcomode.Field, ne
 	}
 	errs, warnings := hcomode.JudgeNetwork(field.NewPath(f.Path()), network, v.KubeVirtNamespace, nads.Items, settings.ClusterOf(nodes.Nodes, kv, nil, nil))
 	return errs, warnings, nil
+}
+
+// ownNAD is the NAD migranet's own value renders to, "" when it has none (or the setting cannot
+// be read).
+func (v *HyperConvergedValidator) ownNAD(ctx context.Context) string {
+	s := &v1beta1.Setting{}
+	if err := v.Reader.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s, client.UnsafeDisableDeepCopy); err != nil {
+		return ""
+	}
+	return settings.ValueNetwork(s).NAD
 }

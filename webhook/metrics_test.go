@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -32,6 +33,7 @@ type memReader struct {
 	settings   map[string]*v1beta1.Setting
 	migrations []kubevirtv1.VirtualMachineInstanceMigration
 	nodes      []corev1.Node
+	nads       []nadv1.NetworkAttachmentDefinition
 }
 
 func (r *memReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -45,6 +47,13 @@ func (r *memReader) Get(_ context.Context, key client.ObjectKey, obj client.Obje
 		if s, ok := r.settings[key.Name]; ok {
 			*o = *s
 			return nil
+		}
+	case *nadv1.NetworkAttachmentDefinition:
+		for i := range r.nads {
+			if r.nads[i].Namespace == key.Namespace && r.nads[i].Name == key.Name {
+				*o = r.nads[i]
+				return nil
+			}
 		}
 	}
 	return apierrors.NewNotFound(kubevirtv1.Resource("object"), key.Name)
@@ -61,6 +70,8 @@ func (r *memReader) List(_ context.Context, list client.ObjectList, _ ...client.
 		}
 	case *corev1.NodeList:
 		l.Items = r.nodes
+	case *nadv1.NetworkAttachmentDefinitionList:
+		l.Items = r.nads
 	case *corev1.PodList:
 		// Like a user who may not list pods: room on the nodes is not judged.
 		return apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("memReader keeps no pods"))
@@ -145,7 +156,8 @@ func TestMigrationCountersAndEvents(t *testing.T) {
 	if len(events) != 1 {
 		t.Fatalf("events = %q, want exactly one: on the pinned VMI, none for the missing VMI or the dry run", events)
 	}
-	for _, s := range []string{"Warning", settings.ReasonMigrationRefused, "migration mig-pinned refused by migranet feasibleTarget: no node can receive"} {
+	for _, s := range []string{"Warning", settings.ReasonMigrationRefused, "migration mig-pinned refused by migranet feasibleTarget: no node can receive",
+		settings.AnnotationMigration + ":mig-pinned"} {
 		if !strings.Contains(events[0], s) {
 			t.Errorf("event %q lacks %q", events[0], s)
 		}
@@ -158,13 +170,19 @@ func TestMigrationCountersAndEvents(t *testing.T) {
 	if _, err := create(dryRun, "pinned"); err != nil {
 		t.Fatalf("warn mode, dry run: %v", err)
 	}
-	warnings, err := create(ctx, "pinned")
+	// The API server fills the UID in before validating admission: the event names the migration
+	// by it, in its annotations and its first line (two same-named migrations' events never fold).
+	admitted := vmim("mig-pinned", "pinned", "")
+	admitted.UID = "uid-pinned"
+	warnings, err := v.ValidateCreate(ctx, admitted)
 	if err != nil || len(warnings) == 0 {
 		t.Fatalf("warn mode: warnings %q, error %v; want admitted with a warning", warnings, err)
 	}
 	e := drain(rec)
-	if len(e) != 1 || !strings.Contains(e[0], settings.ReasonMigrationWarned) || !strings.Contains(e[0], "migration mig-pinned admitted with warnings:\n"+warnings[0]) {
-		t.Errorf("events of a migration admitted with warnings %q: want one %s event quoting %q", e, settings.ReasonMigrationWarned, warnings[0])
+	if len(e) != 1 || !strings.Contains(e[0], settings.ReasonMigrationWarned) ||
+		!strings.Contains(e[0], "migration mig-pinned (uid uid-pinned) admitted with warnings:\n"+warnings[0]) ||
+		!strings.Contains(e[0], settings.AnnotationMigrationUID+":uid-pinned") || !strings.Contains(e[0], settings.AnnotationMigration+":mig-pinned") {
+		t.Errorf("events of a migration admitted with warnings %q: want one %s event quoting %q, naming mig-pinned and its UID", e, settings.ReasonMigrationWarned, warnings[0])
 	}
 
 	for _, tc := range []struct {

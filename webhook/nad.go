@@ -44,33 +44,20 @@ func (v *NADValidator) ValidateUpdate(context.Context, runtime.Object, runtime.O
 	return nil, nil
 }
 
-// superseded reports whether nad is one migranet manages that the setting no longer renders to:
-// the settings controller deletes such NADs right after pointing the KubeVirt CR away from them,
-// and this replica's cache may not have seen that patch yet.
-func (v *NADValidator) superseded(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) bool {
-	if nad.Labels[settings.LabelManagedBy] != settings.ManagedBy {
-		return false
-	}
-	s := &v1beta1.Setting{}
-	if err := v.Reader.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s, client.UnsafeDisableDeepCopy); err != nil {
-		return false
-	}
-	eff := settings.EffectiveNetwork(s)
-	if len(eff.Errs) > 0 {
-		return false
-	}
-	return eff.NAD != nad.Name
-}
-
-// ValidateDelete refuses deleting the NAD that KubeVirt's migrations.network names, unless it is
-// a migranet NAD the setting has moved away from.
+// ValidateDelete refuses deleting the NAD that KubeVirt's migrations.network names, whoever
+// rendered it and whatever migranet's setting says now: in HCO mode the KubeVirt CR keeps naming a
+// NAD migranet's value moved away from until HCO copies the field (indefinitely while HCO is
+// degraded), and in the mirror modes the source may lag. A refusal is decided on the KubeVirt CR
+// as the API server holds it (APIReader), never on this replica's cache alone: a controller that
+// just moved the CR away from the NAD (migranet's own cleanup, Harvester's removeOldNad) may be
+// ahead of the cache.
 func (v *NADValidator) ValidateDelete(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
 	nad, ok := obj.(*nadv1.NetworkAttachmentDefinition)
 	if !ok {
 		v.Metrics.count(WebhookNAD, RuleNone, ResultError)
 		return nil, fmt.Errorf("expected a NetworkAttachmentDefinition, got %T", obj)
 	}
-	if nad.Namespace != v.KubeVirtNamespace || v.superseded(ctx, nad) {
+	if nad.Namespace != v.KubeVirtNamespace {
 		v.Metrics.count(WebhookNAD, RuleNone, ResultAllowed)
 		return nil, nil
 	}

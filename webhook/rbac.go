@@ -6,7 +6,7 @@ package webhook
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances;virtualmachineinstancemigrations,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=migranet.io,resources=settings,verbs=list;watch
-// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=list;watch,namespace=kubevirt
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch,namespace=kubevirt
 // +kubebuilder:rbac:groups=kubevirt.io,resources=kubevirts,verbs=list;watch,namespace=kubevirt
 
 // The Warning events recorded on the VMIs of refused migrations (in any namespace).

@@ -14,7 +14,8 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/decider"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 )
@@ -24,7 +25,7 @@ type Options struct {
 	// KubeVirtNamespace holds the KubeVirt CR and the migration network's NAD.
 	KubeVirtNamespace string
 	// Snapshots is the network controller's readiness snapshot.
-	Snapshots *settings.Store
+	Snapshots *health.Store
 	// Metrics counts admission decisions; nil counts nothing.
 	Metrics *Metrics
 	// Recorder records a Warning event on the VMI of each refused migration; nil records none.
@@ -34,13 +35,11 @@ type Options struct {
 	Pods *migrationcheck.PodCache
 	// Paths is the probe agents' path health (netcontroller's path observer publishes it); nil
 	// leaves rule pathHealthy nothing to judge.
-	Paths *settings.PathStore
-	// Harvester is Harvester mode (package harvestermode): migranet's own network setting takes
-	// no value.
-	Harvester bool
-	// HCO is HCO mode (package hcomode): HCO writes the KubeVirt CR, so its changes of the
-	// migration network draw no warning.
-	HCO bool
+	Paths *health.PathStore
+	// Mode is who decides the migration network (settings/decider): in Harvester mode migranet's
+	// own setting takes no value; in HCO mode HCO writes the KubeVirt CR, so its changes of the
+	// migration network draw no warning. "" is decider.ModeOwn.
+	Mode decider.Mode
 }
 
 // Setup registers every admission webhook with the manager's webhook server. Admission reads the
@@ -67,10 +66,10 @@ func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migration
 		obj       runtime.Object
 		validator admission.CustomValidator
 	}{
-		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, State: state, Metrics: opts.Metrics, Harvester: opts.Harvester}},
+		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, State: state, Metrics: opts.Metrics, Harvester: opts.Mode == decider.ModeHarvester}},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{State: state, Metrics: opts.Metrics, Recorder: opts.Recorder}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
-		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics, HCO: opts.HCO}},
+		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics, HCO: opts.Mode == decider.ModeHCO}},
 	}
 	for _, h := range hooks {
 		if err := ctrl.NewWebhookManagedBy(mgr).For(h.obj).WithValidator(h.validator).Complete(); err != nil {
@@ -78,7 +77,7 @@ func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migration
 		}
 	}
 	mgr.GetWebhookServer().Register(HyperConvergedPath, &crwebhook.Admission{Handler: &HyperConvergedValidator{
-		Reader: cache, State: state, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}})
+		Reader: cache, APIReader: mgr.GetAPIReader(), State: state, KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}})
 	mgr.GetWebhookServer().Register(SteeringPath, &crwebhook.Admission{Handler: &TargetSteerer{
 		State: state, Decoder: admission.NewDecoder(mgr.GetScheme()), Metrics: opts.Metrics, Recorder: opts.Recorder}})
 	return state, nil

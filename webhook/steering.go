@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,31 +76,49 @@ func (s *TargetSteerer) Handle(ctx context.Context, req admission.Request) admis
 	if req.DryRun == nil || !*req.DryRun {
 		s.record(ctx, in.VMIM, &st)
 	}
-	return admission.Patched("", patch...)
+	return patched(patch)
 }
 
-// steeringPatch is the JSON patch that gives pod st: its affinity replaced by the steered one,
-// and the annotation saying what and why. Written directly, not diffed from the whole pod: the
-// pod's other fields are never read or rewritten.
-func steeringPatch(pod *corev1.Pod, st *migrationcheck.Steering) ([]jsonpatch.JsonPatchOperation, error) {
+// steeringPatch is the JSON patch, encoded, that gives pod st: its affinity replaced by the
+// steered one, and the annotation saying what and why. Written directly, not diffed from the whole
+// pod: the pod's other fields are never read or rewritten.
+func steeringPatch(pod *corev1.Pod, st *migrationcheck.Steering) ([]byte, error) {
 	note, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
 	}
 	steered := &corev1.Pod{Spec: corev1.PodSpec{Affinity: pod.Spec.Affinity.DeepCopy()}}
 	st.Apply(steered)
-	op := "replace"
+	affinity := patchOp{Op: "replace", Path: "/spec/affinity", Value: steered.Spec.Affinity}
 	if pod.Spec.Affinity == nil {
-		op = "add"
-	}
-	patch := []jsonpatch.JsonPatchOperation{{Operation: op, Path: "/spec/affinity", Value: steered.Spec.Affinity}}
-	if pod.Annotations == nil {
-		return append(patch, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/annotations",
-			Value: map[string]string{migrationcheck.SteeringAnnotation: string(note)}}), nil
+		affinity.Op = "add"
 	}
 	// RFC 6901: "/" in a key is written "~1".
-	return append(patch, jsonpatch.JsonPatchOperation{Operation: "add",
-		Path: "/metadata/annotations/" + strings.ReplaceAll(migrationcheck.SteeringAnnotation, "/", "~1"), Value: string(note)}), nil
+	annotation := patchOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(migrationcheck.SteeringAnnotation, "/", "~1"), Value: string(note)}
+	if pod.Annotations == nil {
+		annotation = patchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{migrationcheck.SteeringAnnotation: string(note)}}
+	}
+	return json.Marshal([]patchOp{affinity, annotation})
+}
+
+// patchOp is one JSON patch operation (RFC 6902) as the steering writes it: a plain struct, which
+// encoding/json writes in one pass. jsonpatch.Operation's MarshalJSON output is scanned and
+// compacted again by encoding/json, byte by byte: with a budget's longer preferred term and note
+// that was most of the encoding's cost (BenchmarkSteeringPatch, 50 nodes at their inbound limit:
+// 152 µs and 57 KB a pod before, 86 µs and 44 KB with patchOp).
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// patched is the response that applies patch, an encoded JSON patch (admission.Patched would
+// encode its operations again).
+func patched(patch []byte) admission.Response {
+	resp := admission.Allowed("")
+	pt := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = patch, &pt
+	return resp
 }
 
 // record leaves the event on the migration when the steering did more than require the cluster

@@ -14,7 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
@@ -22,7 +22,7 @@ import (
 
 // steerState is a State of three nodes, the VMI on node-0 and node-0's path to node-1 failing.
 type steerState struct {
-	paths      *settings.PathHealth
+	paths      *health.PathHealth
 	migrations []*kubevirtv1.VirtualMachineInstanceMigration
 }
 
@@ -44,9 +44,10 @@ func (steerState) Settings(context.Context) (*migrationcheck.SettingsView, error
 func (steerState) Nodes(context.Context) (*migrationcheck.NodeSet, error) {
 	return &migrationcheck.NodeSet{Nodes: []*corev1.Node{node("node-0"), node("node-1"), node("node-2")}}, nil
 }
-func (steerState) Pods(context.Context) (migrationcheck.PodView, error) { return nil, nil }
-func (steerState) Network() *settings.Snapshot                          { return checktest.ReadySnapshot() }
-func (s steerState) Paths(context.Context) *settings.PathHealth         { return s.paths }
+func (steerState) Pods(context.Context) (migrationcheck.PodView, error)     { return nil, nil }
+func (steerState) Network() *health.Snapshot                                { return checktest.ReadySnapshot() }
+func (s steerState) Paths(context.Context) *health.PathHealth               { return s.paths }
+func (steerState) Traffic(context.Context) (*migrationcheck.Traffic, error) { return nil, nil }
 
 // TestTargetSteererPatch: the JSON patch the webhook answers, applied to the pod as the API server
 // would, gives the steered affinity and the annotation, and keeps everything else; pods that are no
@@ -79,10 +80,11 @@ func TestTargetSteererPatch(t *testing.T) {
 			raw, _ := json.Marshal(pod)
 			resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
-			if !resp.Allowed || len(resp.Patches) == 0 {
-				t.Fatalf("response %+v: want allowed with a patch", resp)
+			// The API server applies response.patch only with its type (and refuses one without).
+			if !resp.Allowed || len(resp.Patch) == 0 || resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+				t.Fatalf("response %+v: want allowed with a JSON patch", resp)
 			}
-			ops, _ := json.Marshal(resp.Patches)
+			ops := resp.Patch
 			patch, err := jsonpatchv5.DecodePatch(ops)
 			if err != nil {
 				t.Fatal(err)
@@ -121,7 +123,7 @@ func TestTargetSteererPatch(t *testing.T) {
 		raw, _ := json.Marshal(pod)
 		resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
-		if !resp.Allowed || len(resp.Patches) != 0 {
+		if !resp.Allowed || len(resp.Patches) != 0 || len(resp.Patch) != 0 || resp.PatchType != nil {
 			t.Errorf("%s: %+v, want allowed unchanged", name, resp)
 		}
 	}
@@ -150,7 +152,7 @@ func TestTargetSteererDecentralizedTarget(t *testing.T) {
 	raw, _ := json.Marshal(pod)
 	resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		Operation: admissionv1.Create, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Object: runtime.RawExtension{Raw: raw}}})
-	if !resp.Allowed || len(resp.Patches) != 0 {
+	if !resp.Allowed || len(resp.Patches) != 0 || len(resp.Patch) != 0 {
 		t.Errorf("%+v, want allowed unchanged", resp)
 	}
 }

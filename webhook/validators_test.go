@@ -164,32 +164,50 @@ func TestCreateReadsKubeVirtAndNetwork(t *testing.T) {
 	}
 }
 
-// TestNADDeleteProtectsTheActiveNetwork: the NAD the KubeVirt CR names cannot be deleted, unless
-// it is migranet's and the setting has moved on (the CR's patch not yet in this cache); a NAD
-// migranet does not manage is protected whatever the setting says.
+// TestNADDeleteProtectsTheActiveNetwork: the NAD the KubeVirt CR names cannot be deleted, whoever
+// rendered it and whatever migranet's setting renders now; the refusal is decided on the CR as the
+// API server holds it, so a replica whose cache lags behind a controller that moved the CR away
+// lets the delete through, and one whose cache is ahead of nothing refuses.
 func TestNADDeleteProtectsTheActiveNetwork(t *testing.T) {
 	// settingValue renders to vm-migration-network-5cf7ae62aa: printf '%s'
 	// '{"clusterNetwork":"migration","vlan":0,"range":"192.168.100.0/24"}' | sha256sum
-	const rendered, old = "vm-migration-network-5cf7ae62aa", "vm-migration-network-0000000000"
+	const rendered, old, older = "vm-migration-network-5cf7ae62aa", "vm-migration-network-0000000000", "vm-migration-network-1111111111"
 	managed := map[string]string{settings.LabelManagedBy: settings.ManagedBy}
 	nad := func(name string, labels map[string]string) *nadv1.NetworkAttachmentDefinition {
 		return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: name, Labels: labels}}
 	}
+	const noAPI = "-" // no APIReader: the cache is all there is
 	for _, tc := range []struct {
-		name, kvNetwork string
-		nad             *nadv1.NetworkAttachmentDefinition
-		allowed         bool
+		name        string
+		cached, api string // migrations.network in the cache and in the API server
+		nad         *nadv1.NetworkAttachmentDefinition
+		allowed     bool
 	}{
-		{"the active managed NAD", rendered, nad(rendered, managed), false},
-		{"a managed NAD the setting moved away from", old, nad(old, managed), true},
-		{"an unmanaged NAD the CR names", old, nad(old, nil), false},
-		{"a NAD nothing names", rendered, nad("storage", nil), true},
+		{"the active managed NAD", rendered, rendered, nad(rendered, managed), false},
+		{"the active managed NAD, no API reader", rendered, noAPI, nad(rendered, managed), false},
+		// The hole of issue 52 (item 3): the setting moved on, but the KubeVirt CR still names the
+		// old NAD (HCO has not copied the field, or is degraded; a mirror's source lags).
+		{"a managed NAD the setting moved away from, still named by the CR", old, old, nad(old, managed), false},
+		{"the same, no API reader", old, noAPI, nad(old, managed), false},
+		{"the value changed twice, the CR still names the first", older, older, nad(older, managed), false},
+		// The near miss the hole was opened for: migranet's controller patched the CR and deletes
+		// the old NAD before this replica's cache saw the patch.
+		{"a managed NAD the CR moved away from, cache lagging", old, rendered, nad(old, managed), true},
+		{"an unmanaged NAD the CR names", old, old, nad(old, nil), false},
+		{"an unmanaged NAD the CR moved away from, cache lagging (Harvester's removeOldNad)", old, rendered, nad(old, nil), true},
+		{"a NAD nothing names", rendered, rendered, nad("storage", nil), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kv := readyKubeVirt()
-			kv.Spec.Configuration.MigrationConfiguration = &kubevirtv1.MigrationConfiguration{Network: &tc.kvNetwork}
-			r := &memReader{kv: kv, settings: map[string]*v1beta1.Setting{v1beta1.MigrationNetwork: networkSetting(settingValue)}}
+			kvWith := func(network string) *kubevirtv1.KubeVirt {
+				kv := readyKubeVirt()
+				kv.Spec.Configuration.MigrationConfiguration = &kubevirtv1.MigrationConfiguration{Network: &network}
+				return kv
+			}
+			r := &memReader{kv: kvWith(tc.cached), settings: map[string]*v1beta1.Setting{v1beta1.MigrationNetwork: networkSetting(settingValue)}}
 			v := &NADValidator{Reader: r, KubeVirtNamespace: "kubevirt"}
+			if tc.api != noAPI {
+				v.APIReader = &memReader{kv: kvWith(tc.api)}
+			}
 			_, err := v.ValidateDelete(context.Background(), tc.nad)
 			if tc.allowed && err != nil {
 				t.Errorf("refused: %v", err)

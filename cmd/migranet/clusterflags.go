@@ -18,8 +18,8 @@ import (
 
 // clusterFlags say which cluster a client command (status, preflight) reads, as whom and in which
 // namespace, with kubectl's names, defaults and kubeconfig loading: --kubeconfig, --context,
-// -n/--namespace and --request-timeout, plus -A/--all-namespaces and --kubevirt-namespace for the
-// commands that register them.
+// -n/--namespace, --request-timeout and --kubevirt-namespace, plus -A/--all-namespaces for the
+// commands that register it.
 type clusterFlags struct {
 	kubeconfig, context string
 	namespace           string // -n, when namespaceSet
@@ -44,7 +44,8 @@ func docNamespace(what string) flagDoc {
 	return flagDoc{"-n, --namespace NAMESPACE", what + " (default: the context's namespace, else default)"}
 }
 
-// register registers --kubeconfig, --context, -n/--namespace and --request-timeout on fs.
+// register registers --kubeconfig, --context, -n/--namespace, --request-timeout and
+// --kubevirt-namespace on fs.
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "")
 	fs.StringVar(&c.context, "context", "", "")
@@ -58,6 +59,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 		})
 	}
 	fs.StringVar(&c.timeout, "request-timeout", "0", "")
+	registerKubeVirtNamespace(fs, &c.kubevirtNamespace, "")
 }
 
 // registerAllNamespaces registers -A/--all-namespaces on fs; it wins over -n.
@@ -67,10 +69,17 @@ func (c *clusterFlags) registerAllNamespaces(fs *flag.FlagSet) {
 	}
 }
 
-// registerKubeVirtNamespace registers --kubevirt-namespace on fs, default
-// settings.DefaultKubeVirtNamespace.
-func (c *clusterFlags) registerKubeVirtNamespace(fs *flag.FlagSet) {
-	fs.StringVar(&c.kubevirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "")
+// kubevirtNamespaceFlag names the flag every subcommand that reads the cluster takes: the namespace
+// of the KubeVirt CR, of virt-handler and of the migration network's NAD. Without it a command
+// reads a network reference without its namespace ("/vm-migration-network-...") that matches no
+// probe report: TestEveryClusterCommandTakesKubeVirtNamespace keeps every such command honest.
+const kubevirtNamespaceFlag = "kubevirt-namespace"
+
+// registerKubeVirtNamespace registers --kubevirt-namespace on fs into p, default
+// settings.DefaultKubeVirtNamespace; usage is the flag package's text ("" where the command writes
+// its own "Flags:" lines, docKubeVirtNS).
+func registerKubeVirtNamespace(fs *flag.FlagSet, p *string, usage string) {
+	fs.StringVar(p, kubevirtNamespaceFlag, settings.DefaultKubeVirtNamespace, usage)
 }
 
 // check validates the flags once parsed: it reads --request-timeout.

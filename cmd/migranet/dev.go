@@ -49,7 +49,7 @@ func prepareDev(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, f
 	if err := applyCRDs(ctx, c); err != nil {
 		return nil, err
 	}
-	if err := applyGuard(ctx, c, f.namespace); err != nil {
+	if err := applyGuard(ctx, c, f.namespace, f.kubevirtNamespace); err != nil {
 		return nil, err
 	}
 	if f.webhookPort == 0 {

@@ -16,10 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/migranet/migranet/netcontroller"
-	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
-	"github.com/migranet/migranet/settings/harvestermode"
-	"github.com/migranet/migranet/settings/hcomode"
+	"github.com/migranet/migranet/settings/decider"
 	"github.com/migranet/migranet/webhook/certs"
 )
 
@@ -85,7 +83,7 @@ func parseManagerFlags(args []string, dev bool) (*managerFlags, *flag.FlagSet, e
 	fs := newFlagSet(name)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "migranet-system"), "namespace migranet runs in: its leader-election lease and webhook certificate Secret live there (default: $POD_NAMESPACE)")
-	fs.StringVar(&f.kubevirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
+	registerKubeVirtNamespace(fs, &f.kubevirtNamespace, "namespace of the KubeVirt CR and of the migration network's NetworkAttachmentDefinition")
 	fs.StringVar(&f.whereaboutsNamespace, "whereabouts-namespace", "kube-system", "namespace where whereabouts keeps its IPPools (stale pools of previous migration ranges are deleted there)")
 	fs.StringVar(&f.probeNamespace, "probe-namespace", netcontroller.DefaultProbeNamespace, "namespace of the probe agent's DaemonSet "+netcontroller.ProbeDaemonSet+", which the leader places as KubeVirt places virt-handler")
 	fs.StringVar(&f.webhookHost, "webhook-host", "", "address the webhook server binds (default all; dev: 127.0.0.1)")
@@ -100,9 +98,9 @@ func parseManagerFlags(args []string, dev bool) (*managerFlags, *flag.FlagSet, e
 	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between leader-election attempts")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", 5*time.Second, "after SIGTERM, how long the replica stays up unready, still serving webhooks, before it stops (lets the Service drain it; dev: 0)")
 	fs.DurationVar(&f.guardScan, "guard-scan-interval", 5*time.Minute, "how often the leader lists every pod (metadata, paged) and VMI for ones attached to the migration network besides virt-handlers (also at start and when the NAD changes)")
-	fs.StringVar(&f.harvester, "harvester", harvestermode.ModeAuto, "Harvester mode: on, off, or auto (on when Harvester's setting settings.harvesterhci.io/vm-migration-network exists at start-up); "+
+	fs.StringVar(&f.harvester, "harvester", decider.FlagAuto, "Harvester mode: on, off, or auto (on when Harvester's setting settings.harvesterhci.io/vm-migration-network exists at start-up); "+
 		"in Harvester mode Harvester's setting decides the migration network, migranet mirrors it into its own and never writes the NAD or the KubeVirt CR")
-	fs.StringVar(&f.hco, "hco", hcomode.ModeAuto, "HCO mode (OpenShift Virtualization, OKD): on, off, or auto (on when the KubeVirt CR has a controller owner of kind HyperConverged at start-up); "+
+	fs.StringVar(&f.hco, "hco", decider.FlagAuto, "HCO mode (OpenShift Virtualization, OKD): on, off, or auto (on when the KubeVirt CR has a controller owner of kind HyperConverged at start-up); "+
 		"in HCO mode migranet never writes the KubeVirt CR: it writes its network into the HyperConverged CR's liveMigrationConfig.network and mirrors a network chosen there")
 	fs.Float64Var(&f.qps, "kube-api-qps", 50, "client-side rate limit of requests to the API server, per second")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst allowed above --kube-api-qps")
@@ -194,19 +192,12 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err != nil {
 		return fmt.Errorf("creating a client: %w", err)
 	}
-	harvester, why, err := harvestermode.Detect(ctx, f.harvester, direct)
+	choice, err := decider.Detect(ctx, decider.Flags{Harvester: f.harvester, HCO: f.hco}, direct, direct.RESTMapper(), f.kubevirtNamespace)
 	if err != nil {
 		return err
 	}
-	ctrl.Log.WithName("setup").Info("Harvester mode", "on", harvester, "why", why)
-	hco := hcomode.Mode{Why: "Harvester mode is on"}
-	if !harvester {
-		if hco, err = hcomode.Detect(ctx, f.hco, direct, direct.RESTMapper(), f.kubevirtNamespace); err != nil {
-			return err
-		}
-	}
-	ctrl.Log.WithName("setup").Info("HCO mode", "on", hco.On, "why", hco.Why)
-	mgr, err := newManager(cfg, scheme, f, rotator, hco)
+	ctrl.Log.WithName("setup").Info("who decides the migration network", "mode", choice.Decider.Mode(), "why", choice.Why)
+	mgr, err := newManager(cfg, scheme, f, rotator, choice.Decider)
 	if err != nil {
 		return err
 	}
@@ -214,7 +205,7 @@ func startManager(ctx context.Context, f *managerFlags, dev bool, d *drain) erro
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	observer, err := setupParts(ctx, mgr, f, m, modes{harvester: harvester, hco: hco})
+	observer, err := setupParts(ctx, mgr, f, m, choice.Decider)
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,9 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/migranet/migranet/netcontroller"
-	"github.com/migranet/migranet/settings"
 	settingscontroller "github.com/migranet/migranet/settings/controller"
-	"github.com/migranet/migranet/settings/hcomode"
+	"github.com/migranet/migranet/settings/decider"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/statuswrite"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook"
@@ -33,14 +33,14 @@ import (
 
 // newManager is the controller-runtime manager of the flags: its cache (what the webhooks and
 // the controllers read), metrics and webhook servers, health probes and leader election.
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, f *managerFlags, rotator *certs.Rotator, hco hcomode.Mode) (ctrl.Manager, error) {
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, f *managerFlags, rotator *certs.Rotator, source decider.Decider) (ctrl.Manager, error) {
 	webhookServer := ctrlwebhook.Options{Host: f.webhookHost, Port: f.webhookPort, CertDir: f.certDir}
 	if rotator != nil {
 		webhookServer.TLSOpts = []func(*tls.Config){rotator.ConfigureTLS}
 	}
 	var hc client.Object
-	if hco.On {
-		hc = hco.Field.New()
+	if h, ok := source.(decider.HCO); ok {
+		hc = h.Field.New()
 	}
 	cacheOpts := webhook.CacheOptions(f.kubevirtNamespace, hc)
 	cacheOpts.ByObject[&v1beta1.PathReport{}] = netcontroller.PathReportCache()
@@ -99,14 +99,17 @@ func registerMetrics(rotator *certs.Rotator) (*managerMetrics, error) {
 // setupParts wires migranet's parts into mgr: the settings controllers, the network controller
 // and its observers, the path health, the probe agents' placement and the webhooks. It returns
 // the network observer, whose first observation readiness waits for.
-func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *managerMetrics, md modes) (*netcontroller.Observer, error) {
-	if err := setupNetworkSource(mgr, f, m, md); err != nil {
-		return nil, err
+func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *managerMetrics, source decider.Decider) (*netcontroller.Observer, error) {
+	guard := &settingscontroller.GuardParams{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace}
+	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
+		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard, Decider: source,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the settings controller (%s mode): %w", source.Mode(), err)
 	}
 	if err := (&settingscontroller.PolicyController{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the migration-policy controller: %w", err)
 	}
-	snapshots := &settings.Store{}
+	snapshots := &health.Store{}
 	observer := &netcontroller.Observer{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots}
 	if err := observer.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the network observer: %w", err)
@@ -124,7 +127,7 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 	// The migration paths' health, published on every replica by the path observer from the probe
 	// agents' PathReports, read by admission (rule pathHealthy) and written to the setting's status
 	// (Healthy, paths) by the leader.
-	paths := &settings.PathStore{}
+	paths := &health.PathStore{}
 	pathsChanged, pathsPublished := make(chan event.GenericEvent, 1), make(chan event.GenericEvent, 1)
 	pathObserver := &netcontroller.PathObserver{Client: mgr.GetClient(), KubeVirtNamespace: f.kubevirtNamespace, Paths: paths,
 		Changed: pathsChanged, Published: pathsPublished}
@@ -150,7 +153,7 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 		return nil, err
 	}
 	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Pods: pods, Paths: paths,
-		Metrics: m.webhook, Recorder: mgr.GetEventRecorderFor("migranet-webhook"), Harvester: md.harvester, HCO: md.hco.On}); err != nil {
+		Metrics: m.webhook, Recorder: mgr.GetEventRecorderFor("migranet-webhook"), Mode: source.Mode()}); err != nil {
 		return nil, fmt.Errorf("setting up webhooks: %w", err)
 	}
 	synced := &webhook.SyncedCheck{Cache: webhook.AllSynced{mgr.GetCache(), pods}}
@@ -161,38 +164,6 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 		return nil, err
 	}
 	return observer, nil
-}
-
-// modes are the modes chosen at start-up: who else decides the migration network.
-type modes struct {
-	harvester bool
-	hco       hcomode.Mode
-}
-
-// setupNetworkSource sets up what decides the migration network in force: the settings
-// controller, which renders migranet's setting into a NAD and the KubeVirt CR (in HCO mode the
-// HyperConverged CR, or mirrors the network chosen there), or in Harvester mode the mirror of
-// Harvester's (which writes neither).
-func setupNetworkSource(mgr ctrl.Manager, f *managerFlags, m *managerMetrics, md modes) error {
-	guard := &settingscontroller.GuardParams{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: f.namespace, NADNamespace: f.kubevirtNamespace}
-	if md.harvester {
-		if err := (&settingscontroller.HarvesterMirror{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
-			KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard,
-		}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the mirror of Harvester's migration network: %w", err)
-		}
-		return nil
-	}
-	var hco *settingscontroller.HCO
-	if md.hco.On {
-		hco = &settingscontroller.HCO{Key: md.hco.HyperConverged, Field: md.hco.Field}
-	}
-	if err := (&settingscontroller.Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor(statuswrite.FieldManagerSettings),
-		KubeVirtNamespace: f.kubevirtNamespace, APIReader: mgr.GetAPIReader(), Metrics: m.settings, Guard: guard, HCO: hco,
-	}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the settings controller: %w", err)
-	}
-	return nil
 }
 
 // setupRunnables adds the health and readiness checks and what runs beside the parts: the

@@ -27,6 +27,7 @@ import (
 var preflightUsage = `Usage: migranet preflight [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] VMI
            [--target-selector KEY=VALUE,...] [-o table|json] [--kubevirt-namespace ` + settings.DefaultKubeVirtNamespace + `]
            [--request-timeout 30s]
+       migranet preflight --drain NODE [-w] [--metrics virt-handler|none|URL] [-o table|json] [...]
 
 Asks, before the migration exists, what migranet's admission webhook would answer to a
 VirtualMachineInstanceMigration of VMI: each rule's verdict (pass, warn, fail, or off, exempt,
@@ -38,12 +39,24 @@ which nodes Harvester's migrate action offers, and a line names each one migrane
 --target-selector is the migration's spec.addedNodeSelector.
 As a kubectl plugin (the binary on PATH as kubectl-migranet): kubectl migranet preflight VMI.
 
+With --drain NODE it plans the drain of NODE instead (docs/drain.md): for every VMI on it, whether
+it moves and where (the target kube-scheduler would pick among those admission allows, the path
+verdict to it), or why not; the expected time of each migration and of the whole drain under
+KubeVirt's limits; what the drain leaves behind. With -w it then follows the drain against the
+plan until every VMI has moved or stopped. --metrics says where KubeVirt's dirty rates and
+transfer rates are read: virt-handler (default; its /metrics through the API server, needs get on
+pods/proxy), none, or a URL in Prometheus' text format (a Prometheus server's /federate).
+
 Exit status: 0 a migration would be admitted (possibly with warnings), 1 it would be refused,
-2 bad usage or the cluster could not be read.
+2 bad usage or the cluster could not be read. With --drain: 0 the drain would complete with every
+VMI live-migrated, 1 it would not complete, 2 as above, 3 it would complete but shut VMs down.
 
 Flags:
 ` + formatFlags(docKubeconfig, docContext, docNamespace("the VMI's namespace"),
 	flagDoc{"--target-selector K=V,...", "labels the target node must carry (spec.addedNodeSelector)"},
+	flagDoc{"--drain NODE", "plan the drain of NODE instead of one migration"},
+	flagDoc{"-w, --watch", "with --drain: then follow the drain against the plan, until it is done or Ctrl-C"},
+	flagDoc{"--metrics SOURCE", "with --drain: virt-handler (default), none, or an http(s) URL of metrics\nin Prometheus' text format"},
 	docOutput, docKubeVirtNS, docRequestTimeout)
 
 // Exit codes of runPreflight.
@@ -59,6 +72,11 @@ type preflightFlags struct {
 	output         string
 	vmi            string
 	targetSelector map[string]string
+	// drain, when set, asks for the drain plan of that node; watch then follows the drain;
+	// metrics is where KubeVirt's metrics are read.
+	drain   string
+	watch   bool
+	metrics string
 }
 
 // runPreflight runs migranet preflight until it is done or interrupted.
@@ -85,6 +103,9 @@ func preflightMain(ctx context.Context, name string, args []string, stdout, stde
 	cfg, namespace, err := f.load("migranet-preflight")
 	if err != nil {
 		return fail("%v", err)
+	}
+	if f.drain != "" {
+		return drainMain(ctx, name, cfg, f, stdout, stderr)
 	}
 	scheme, err := clusterread.NewScheme()
 	if err != nil {
@@ -146,8 +167,12 @@ func newPreflightFlags() (*preflightFlags, *flag.FlagSet) {
 	f := &preflightFlags{}
 	fs := newFlagSet("migranet preflight")
 	f.register(fs)
-	f.registerKubeVirtNamespace(fs)
 	registerOutput(fs, &f.output)
+	fs.StringVar(&f.drain, "drain", "", "")
+	fs.StringVar(&f.metrics, "metrics", metricsVirtHandler, "")
+	for _, n := range []string{"w", "watch"} {
+		fs.BoolVar(&f.watch, n, false, "")
+	}
 	fs.Func("target-selector", "", func(v string) error {
 		sel, err := parseTargetSelector(v)
 		f.targetSelector = sel
@@ -171,6 +196,12 @@ func parsePreflightFlags(args []string) (*preflightFlags, error) {
 		}
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
+	}
+	if f.drain != "" || f.watch {
+		if err := f.checkDrain(positional); err != nil {
+			return nil, err
+		}
+		return f, nil
 	}
 	switch {
 	case len(positional) == 0:

@@ -21,6 +21,7 @@ import (
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
 	"github.com/migranet/migranet/settings/harvestermode"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck"
 	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
@@ -54,9 +55,10 @@ func (s *memState) Nodes(context.Context) (*migrationcheck.NodeSet, error) {
 	return &migrationcheck.NodeSet{Nodes: s.nodes}, nil
 }
 
-func (s *memState) Pods(context.Context) (migrationcheck.PodView, error) { return s.pods, nil }
-func (s *memState) Network() *settings.Snapshot                          { return checktest.ReadySnapshot() }
-func (s *memState) Paths(context.Context) *settings.PathHealth           { return nil }
+func (s *memState) Pods(context.Context) (migrationcheck.PodView, error)     { return s.pods, nil }
+func (s *memState) Network() *health.Snapshot                                { return checktest.ReadySnapshot() }
+func (s *memState) Paths(context.Context) *health.PathHealth                 { return nil }
+func (s *memState) Traffic(context.Context) (*migrationcheck.Traffic, error) { return nil, nil }
 
 // harvesterScene is a Harvester cluster: VMI vm runs on node-0, its launcher pod carries
 // KubeVirt's node selector (kubevirt.io/schedulable=true); node-1 is not Ready, node-2 lacks the

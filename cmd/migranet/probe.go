@@ -19,8 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +31,7 @@ import (
 	"github.com/migranet/migranet/netcontroller/nodeagent"
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/v1beta1"
 )
 
 // probeUsage is the help of migranet probe, followed by its flags.
@@ -55,7 +58,7 @@ func parseProbeFlags(args []string) (*probeFlags, *flag.FlagSet, error) {
 	fs := newFlagSet("migranet probe")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster configuration")
 	fs.StringVar(&f.cfg.Node, "node", os.Getenv("NODE_NAME"), "the node this agent probes from (default: $NODE_NAME)")
-	fs.StringVar(&f.cfg.KubeVirtNamespace, "kubevirt-namespace", settings.DefaultKubeVirtNamespace, "namespace of virt-handler's pods")
+	registerKubeVirtNamespace(fs, &f.cfg.KubeVirtNamespace, "namespace of virt-handler's pods")
 	fs.StringVar(&f.cfg.AgentNamespace, "agent-namespace", envOr("POD_NAMESPACE", "migranet-probe"), "namespace of the agents' pods (default: $POD_NAMESPACE)")
 	fs.StringVar(&f.agentSelector, "agent-selector", "app.kubernetes.io/name=migranet-probe", "label selector of the agents' pods: a node is probed only while its agent's pod is Ready")
 	fs.StringVar(&f.cfg.ProcRoot, "proc", "/proc", "the host's /proc (the agent runs with hostPID), where virt-handler's network namespace is found")
@@ -148,7 +151,8 @@ func runProbe(name string, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// startProbe runs the agent: a cache of virt-handler pods and agent pods, then rounds.
+// startProbe runs the agent: a cache of virt-handler pods, agent pods, the migration policy and
+// its own node, then rounds.
 func startProbe(ctx context.Context, f *probeFlags) error {
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
@@ -168,9 +172,29 @@ func startProbe(ctx context.Context, f *probeFlags) error {
 			f.cfg.KubeVirtNamespace: {LabelSelector: handlers},
 			f.cfg.AgentNamespace:    {LabelSelector: f.cfg.AgentSelector},
 		}},
+		// The node's migration budget: the migration policy, and the node's own labels.
+		&v1beta1.Setting{}: {Field: fields.OneTermEqualSelector("metadata.name", v1beta1.MigrationPolicy)},
+		&corev1.Node{}:     {Field: fields.OneTermEqualSelector("metadata.name", f.cfg.Node)},
 	}})
 	if err != nil {
 		return err
+	}
+	changed := make(chan struct{}, 1)
+	for _, obj := range []client.Object{&v1beta1.Setting{}, &corev1.Node{}} {
+		inf, err := pods.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		poke := func(any) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: poke, DeleteFunc: poke,
+			UpdateFunc: func(_, o any) { poke(o) }}); err != nil {
+			return err
+		}
 	}
 	go func() { _ = pods.Start(ctx) }()
 	if !pods.WaitForCacheSync(ctx) {
@@ -181,14 +205,21 @@ func startProbe(ctx context.Context, f *probeFlags) error {
 	if f.cfg.Metrics, err = nodeagent.NewMetrics(reg); err != nil {
 		return err
 	}
-	a := &nodeagent.Agent{Config: f.cfg, Client: c, Pods: pods}
+	a := &nodeagent.Agent{Config: f.cfg, Client: c, Pods: pods, Budget: pods, BudgetChanged: changed}
 	ln, err := net.Listen("tcp", f.healthAddr)
 	if err != nil {
 		return fmt.Errorf("--health-probe-bind-address: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	// Live while its rounds keep finishing (nodeagent.Watchdog): a stuck agent is restarted.
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := a.Live(r); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := a.Ready(r); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -35,7 +35,8 @@ import (
 
 // statusUsage is the help of migranet status.
 var statusUsage = `Usage: migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE | -A] [-w] [-o table|json] [--request-timeout 30s]
-       migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] NAME
+       migranet status [--kubeconfig FILE] [--context NAME] [--kubevirt-namespace ` + settings.DefaultKubeVirtNamespace + `] [-o table|json] --nodes
+       migranet status [--kubeconfig FILE] [--context NAME] [-n NAMESPACE] [--kubevirt-namespace ` + settings.DefaultKubeVirtNamespace + `] NAME
 
 Shows the live migrations (VirtualMachineInstanceMigrations) of a namespace, one row each: VMI,
 source → target node, phase, mode (pre-copy, post-copy, paused), network (pod or migration),
@@ -44,6 +45,13 @@ state of the migration network (the vm-migration-network Setting). Migrations in
 first; finished ones stay listed after them. With -w it keeps watching and prints a line each time
 a migration's state or the network changes, until Ctrl-C; --request-timeout then limits the
 start of the watch (1m when 0), not its stream.
+
+With --nodes it shows each node's migration traffic instead, one row each: its migration budget
+(the migration-policy Setting's budget) and whether its probe agent shapes migration0 to it, what
+crossed migration0 each way over the agent's last round (average and peak second), how often the
+budget held packets back, the migrations streaming into it (of its inbound limit) and out of it,
+and whether the agent's report is of its last round or the agent is silent. When a budget applies,
+the header of every listing sums it up in a second line.
 
 With a migration NAME it tells that migration's story, for one that failed, is stuck or is slow:
 its cause in one line, then in order whether it was admitted (and with which warnings), how its
@@ -58,8 +66,9 @@ no usable kubeconfig.
 Flags:
 ` + formatFlags(docKubeconfig, docContext, docNamespace("namespace to list"), docAllNamespaces,
 	flagDoc{"-w, --watch", "after listing, print a line for every change"},
+	flagDoc{"--nodes", "show each node's migration budget, shaping and traffic instead of the migrations"},
 	flagDoc{docOutput.flag, docOutput.text + " (with -w: one JSON object per line)"},
-	docRequestTimeout)
+	docKubeVirtNS, docRequestTimeout)
 
 // Exit codes of runStatus.
 const (
@@ -81,6 +90,8 @@ type statusFlags struct {
 	watch  bool
 	// migration, when set, asks for that one migration's story instead of the list.
 	migration string
+	// nodes asks for the node view instead of the list.
+	nodes bool
 }
 
 // runStatus runs migranet status until it is done or interrupted.
@@ -122,6 +133,12 @@ func statusMain(ctx context.Context, name string, args []string, stdout, stderr 
 		}
 		return statusOK
 	}
+	if f.nodes {
+		if err := showNodes(ctx, c, f, stdout); err != nil {
+			return fail(statusClusterErr, "%s", explain(err, cfg, &f.clusterFlags))
+		}
+		return statusOK
+	}
 	vmims, vmis, err := readMigrations(ctx, c, namespace)
 	if err != nil {
 		return fail(statusClusterErr, "%s", explain(err, cfg, &f.clusterFlags))
@@ -129,6 +146,11 @@ func statusMain(ctx context.Context, name string, args []string, stdout, stderr 
 	net, settingWatchable := readNetwork(ctx, c)
 	if !f.watch {
 		rows := combineAll(vmims, func(ns, name string) *kubevirtv1.VirtualMachineInstance { return vmis[ns+"/"+name] }, time.Now())
+		every := rows // -A: the migrations the listing read are every migration the node counts need
+		if !f.allNamespaces {
+			every = nil
+		}
+		net.Budget = readBudgetSummary(ctx, c, f.kubevirtNamespace, every)
 		status.AttachWarnings(rows, readWarnedEvents(ctx, c, namespace, len(rows)))
 		status.AttachSteering(rows, readSteeringEvents(ctx, c, namespace, len(rows)))
 		status.InferNetwork(rows, net)
@@ -140,6 +162,7 @@ func statusMain(ctx context.Context, name string, args []string, stdout, stderr 
 		}
 		return statusOK
 	}
+	net.Budget = readBudgetSummary(ctx, c, f.kubevirtNamespace, nil)
 	if err := watchMigrations(ctx, cfg, scheme, namespace, net, settingWatchable, f, stdout, stderr); err != nil {
 		return fail(statusClusterErr, "%s", explain(err, cfg, &f.clusterFlags))
 	}
@@ -156,6 +179,7 @@ func newStatusFlags() (*statusFlags, *flag.FlagSet) {
 	for _, n := range []string{"w", "watch"} {
 		fs.BoolVar(&f.watch, n, false, "")
 	}
+	fs.BoolVar(&f.nodes, "nodes", false, "")
 	return f, fs
 }
 
@@ -170,8 +194,12 @@ func parseStatusFlags(args []string) (*statusFlags, error) {
 		return nil, fmt.Errorf("unexpected argument %q: status takes at most one migration name (migranet status -n NAMESPACE NAME)", fs.Arg(1))
 	case fs.NArg() == 1 && (f.allNamespaces || f.watch):
 		return nil, fmt.Errorf("a migration name (%q) tells one migration's story: it takes -n NAMESPACE, not -A or -w", fs.Arg(0))
+	case fs.NArg() == 1 && f.nodes:
+		return nil, fmt.Errorf("--nodes shows every node; a migration name (%q) tells one migration's story: give one or the other", fs.Arg(0))
 	case fs.NArg() == 1:
 		f.migration = fs.Arg(0)
+	case f.nodes && f.watch:
+		return nil, fmt.Errorf("--nodes does not watch (-w): run it again, or watch the agents' metrics (docs/observability.md)")
 	}
 	if err := checkOutput(f.output); err != nil {
 		return nil, err

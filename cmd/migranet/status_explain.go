@@ -13,24 +13,27 @@ import (
 
 	"github.com/migranet/migranet/cmd/migranet/status"
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
 // storyReasons are the event reasons the one-migration view reads across the namespace (events
 // on the VMI that name the migration: a refused migration never existed, an aborted one is gone).
 var storyReasons = []string{settings.ReasonMigrationRefused, settings.ReasonMigrationWarned,
-	settings.ReasonMigrationPathBroken, settings.ReasonMigrationPathFailing}
+	health.ReasonMigrationPathBroken, health.ReasonMigrationPathFailing}
 
 // readStory reads what the cluster holds about migration namespace/name: the VMIM (absent after a
-// cancel or an abort, or when it was refused), the events about it, its VMI, its target pod and
-// the path verdict between its nodes now. Only the VMIM read is required; the rest is an
+// cancel or an abort, or when it was refused), the events about it (on the migration, by name:
+// KubeVirt's and migranet's, each naming the migration's UID; migranet's on VMIs, by reason), which
+// tell which migration of that name the story is (status.Story.Identify), its VMI, its target pod
+// and the path verdict between its nodes now. Only the VMIM read is required; the rest is an
 // addition a user without the permission goes without.
 func readStory(ctx context.Context, c client.Reader, namespace, name, kubevirtNamespace string) (status.Story, error) {
 	s := status.Story{Namespace: namespace, Name: name, Now: time.Now()}
 	vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vmim); {
 	case err == nil:
-		s.VMIM, s.UID, s.VMIName = vmim, vmim.UID, vmim.Spec.VMIName
+		s.VMIM = vmim
 	case apierrors.IsNotFound(err):
 	default:
 		return s, fmt.Errorf("reading VirtualMachineInstanceMigration %s/%s: %w", namespace, name, err)
@@ -39,9 +42,7 @@ func readStory(ctx context.Context, c client.Reader, namespace, name, kubevirtNa
 	for _, reason := range storyReasons {
 		s.Events = append(s.Events, listEvents(ctx, c, namespace, client.MatchingFields{"reason": reason})...)
 	}
-	if s.UID == "" || s.VMIName == "" {
-		fromEvents(&s)
-	}
+	s.Identify()
 	if s.VMIName != "" {
 		vmi := &kubevirtv1.VirtualMachineInstance{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: s.VMIName}, vmi); err == nil {
@@ -60,32 +61,10 @@ func readStory(ctx context.Context, c client.Reader, namespace, name, kubevirtNa
 	return s, nil
 }
 
-// fromEvents takes the migration's UID and VMI from its events when the VMIM is gone.
-func fromEvents(s *status.Story) {
-	for _, e := range s.Events {
-		switch {
-		case e.InvolvedObject.Kind == "VirtualMachineInstanceMigration" && e.InvolvedObject.Name == s.Name && s.UID == "":
-			s.UID = e.InvolvedObject.UID
-		case e.InvolvedObject.Kind == "VirtualMachineInstance" && s.VMIName == "" &&
-			(e.Annotations[settings.AnnotationMigration] == s.Name || refusalOf(e, s.Name)):
-			s.VMIName = e.InvolvedObject.Name
-		}
-	}
-}
-
-func refusalOf(e corev1.Event, name string) bool {
-	return e.Reason == settings.ReasonMigrationRefused && len(e.Message) > len("migration "+name+" refused") &&
-		e.Message[:len("migration "+name+" refused")] == "migration "+name+" refused"
-}
-
-// pathNow words the verdict between the migration's nodes from the PathReports now.
+// pathNow words the verdict between the migration's nodes (status.Story.MigrationState) from the
+// PathReports now, judged on the network in force in kubevirtNamespace.
 func pathNow(ctx context.Context, c client.Reader, kubevirtNamespace string, s status.Story) string {
-	var ms *kubevirtv1.VirtualMachineInstanceMigrationState
-	if s.VMI != nil && s.VMI.Status.MigrationState != nil && s.VMI.Status.MigrationState.MigrationUID == s.UID {
-		ms = s.VMI.Status.MigrationState
-	} else if s.VMIM != nil {
-		ms = s.VMIM.Status.MigrationState
-	}
+	ms := s.MigrationState()
 	if ms == nil || ms.SourceNode == "" || ms.TargetNode == "" {
 		return ""
 	}
@@ -105,11 +84,11 @@ func pathNow(ctx context.Context, c client.Reader, kubevirtNamespace string, s s
 	for i := range list.Items {
 		reports[i] = &list.Items[i]
 	}
-	verdict, faults, why := settings.Paths(network, reports).Pair(ms.SourceNode, ms.TargetNode, s.Now)
+	verdict, faults, why := health.Paths(network, reports).Pair(ms.SourceNode, ms.TargetNode, s.Now)
 	switch verdict {
-	case settings.PathVerified:
+	case health.PathVerified:
 		return "verified"
-	case settings.PathFailing:
+	case health.PathFailing:
 		return "failing: " + faults[0].Message()
 	}
 	return "unverified: " + why

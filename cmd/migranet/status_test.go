@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/migranet/migranet/settings"
 )
 
 // closedPort is a loopback port nothing listens on.
@@ -114,5 +116,33 @@ func TestStatusErrors(t *testing.T) {
 				t.Errorf("the error should be reported once, got %d times:\n%s", n, stderr)
 			}
 		})
+	}
+}
+
+// TestStatusNodesFlags: --nodes parses with the flags the node view reads (the KubeVirt namespace
+// of the inbound limits: a flag never registered once left status blind), and is refused beside a
+// migration name or -w, naming both.
+func TestStatusNodesFlags(t *testing.T) {
+	isolate(t)
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+		kvNS    string
+	}{
+		{args: []string{"--nodes"}, kvNS: settings.DefaultKubeVirtNamespace},
+		{args: []string{"--nodes", "--kubevirt-namespace", "harvester-system", "-o", "json"}, kvNS: "harvester-system"},
+		{args: []string{"--nodes", "mig-1"}, wantErr: `--nodes shows every node; a migration name ("mig-1")`},
+		{args: []string{"--nodes", "-w"}, wantErr: "--nodes does not watch (-w)"},
+	} {
+		f, err := parseStatusFlags(tc.args)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: want an error with %q, got %v", tc.args, tc.wantErr, err)
+			}
+			continue
+		}
+		if err != nil || !f.nodes || f.kubevirtNamespace != tc.kvNS {
+			t.Errorf("%v: got %+v, %v", tc.args, f, err)
+		}
 	}
 }

@@ -395,11 +395,11 @@ func readCluster(nodesFile, kubevirtFile, serviceFile string, note func(string, 
 	if kubevirtFile == "" {
 		return cl, nil
 	}
-	sel, err := readNodeSelector(kubevirtFile, note)
+	kv, err := readKubeVirt(kubevirtFile, note)
 	if err != nil {
 		return nil, err
 	}
-	cl.NodeSelector = sel
+	cl.NodeSelector, cl.Migrations = settings.WorkloadsNodeSelector(kv), settings.MigrationLimitsOf(kv)
 	return cl, nil
 }
 
@@ -433,8 +433,8 @@ func readServiceRanges(path string, note func(string, ...any)) ([]netip.Prefix, 
 	return out, nil
 }
 
-// readNodeSelector reads spec.workloads.nodePlacement.nodeSelector of the KubeVirt CR in path.
-func readNodeSelector(path string, note func(string, ...any)) (map[string]string, error) {
+// readKubeVirt reads the KubeVirt CR in path (its node placement and migration limits).
+func readKubeVirt(path string, note func(string, ...any)) (*kubevirtv1.KubeVirt, error) {
 	objs, err := readObjects(path)
 	if err != nil {
 		return nil, err
@@ -457,7 +457,7 @@ func readNodeSelector(path string, note func(string, ...any)) (map[string]string
 	if err := json.Unmarshal(found.raw, kv); err != nil {
 		return nil, fmt.Errorf("%s: %v", found.where, err)
 	}
-	return settings.WorkloadsNodeSelector(kv), nil
+	return kv, nil
 }
 
 // shortText is the start of raw, for error messages.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	Metrics *Metrics
 }
 
+// APITimeout bounds each API request of a round (reading the NAD, writing the report): an API
+// server that does not answer delays the round by this much, never for ever.
+const APITimeout = 10 * time.Second
+
 // DefaultNeighbourGrace is how long the agent leaves a peer's neighbour entry after its last
 // exchange with the peer: long enough for a peer's check (two probes a round trip apart), short
 // enough that at 1,000 peers a round of 20 s holds about 2 × 1,000 / 20 × 0.2 = 20 entries.
@@ -63,11 +68,36 @@ type Agent struct {
 	// (a cache).
 	Client client.Client
 	Pods   client.Reader
+	// Budget reads the migration-policy Setting and the agent's own Node (a cache): the node's
+	// migration budget, which the agent shapes migration0 to (budget.go); nil shapes nothing.
+	// BudgetChanged, when set, says either changed: the budget is applied at once, not at the
+	// next check.
+	Budget        client.Reader
+	BudgetChanged <-chan struct{}
 
 	cur     *session
 	failing map[string]v1beta1.PeerPath
+	// checked holds the peers the last round judged (passing or failing); checkedAll says every
+	// peer not in failing passed (a report resumed after a restart, whose round covered the live
+	// peers). checkedAt is when that round started: a round that starts more than
+	// health.SilentAfter later (the agent was held, or its rounds hung) did not watch the paths
+	// in between, so a failure it finds starts anew, with no check before it.
+	checked    map[string]bool
+	checkedAll bool
+	checkedAt  time.Time
 	// notReady says why the agent does not answer probes ("" while it does); see Ready.
 	notReady atomic.Pointer[string]
+	// watch is the round watchdog (Live), from Run's start.
+	watch atomic.Pointer[Watchdog]
+}
+
+// Live is the agent's liveness check (/healthz): nil while its rounds keep finishing within
+// their bound (Watchdog), and before Run has started.
+func (a *Agent) Live(r *http.Request) error {
+	if w := a.watch.Load(); w != nil {
+		return w.Live(r)
+	}
+	return nil
 }
 
 // Ready is the agent's readiness check: nil once its socket is open on migration0 and answering,
@@ -95,6 +125,19 @@ type session struct {
 	prober *Prober
 	// neighbourWarned: the session logged why it cannot read or clean the neighbour table.
 	neighbourWarned bool
+	// shaping keeps migration0 shaped to the budget and measures its traffic; nil when the
+	// shaper could not be opened (shapingErr says why).
+	shaping    *shaping
+	shapingErr string
+}
+
+// migration is the session's traffic report: what crossed migration0 since the last one, and
+// the budget's shaping.
+func (s *session) migration() *v1beta1.MigrationTraffic {
+	if s.shaping == nil {
+		return &v1beta1.MigrationTraffic{Shaping: v1beta1.ShapingFailed, Message: s.shapingErr}
+	}
+	return s.shaping.report()
 }
 
 // located is where the node's virt-handler is on the migration network, or why it is not.
@@ -108,12 +151,16 @@ type located struct {
 func (a *Agent) Run(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("node", a.Node)
 	defer a.closeSession()
+	w := NewWatchdog(time.Now(), health.SilentAfter(a.Period(0)))
+	a.watch.Store(w)
+	a.Metrics.watch(a.Node, w)
 	for {
 		start := time.Now()
 		report := a.round(ctrl.LoggerInto(ctx, log))
 		if err := a.write(ctx, report); err != nil {
 			log.Error(err, "writing the PathReport")
 		}
+		w.Finished(time.Now())
 		select {
 		case <-ctx.Done():
 			return nil
@@ -134,7 +181,7 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 			log.Info("probing", "network", loc.network, "address", loc.addr, "mtu", a.cur.mtu)
 		}
 	}
-	r := &v1beta1.PathReport{Network: loc.network, Port: int32(a.Port), AgentVersion: a.Version, IntervalSeconds: int32(a.Interval / time.Second)}
+	r := &v1beta1.PathReport{Network: loc.network, Port: int32(a.Port), AgentVersion: a.Version, IntervalSeconds: seconds(a.Period(0))}
 	r.Name, r.VirtHandlerUID = a.Node, types.UID(loc.podUID)
 	if loc.problem != "" {
 		a.closeSession()
@@ -151,18 +198,26 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	ok := ""
 	a.notReady.Store(&ok)
 	r.Address, r.MTU = s.addr.String(), int32(s.mtu)
+	r.Migration = s.migration()
 	// Peers probe this node once its agent pod is Ready, as their caches see it; this agent's
 	// cache sees the same: Since is when it saw its own pod Ready in this session, and only rounds
-	// begun after a node's Since cover it (settings.PathHealth.Pair).
-	if s.since.IsZero() && a.liveAgents(ctx)[a.Node] {
+	// begun after a node's Since cover it (health.PathHealth.Pair).
+	if s.since.IsZero() && a.liveAgents(ctx)[a.Node] != "" {
 		s.since = time.Now()
 	}
+	peers, liveAtStart := a.peers(ctx, s)
+	// The round's bound, from here on: its peers stretch it under the probe rate limit. The
+	// report names it also before the first round, whose end it bounds.
+	period := a.Period(len(peers))
+	r.IntervalSeconds = seconds(period)
 	if s.since.IsZero() {
 		r.Since = metav1.NowMicro() // no round yet: nothing it says verifies anything
 		return r
 	}
 	r.Since = metav1.NewMicroTime(s.since)
-	peers := a.peers(ctx, s)
+	if w := a.watch.Load(); w != nil {
+		w.Expect(health.SilentAfter(period))
+	}
 	before, beforeErr := ReadHostNeighbourStats(a.ProcRoot, s.addr.Is4())
 	limits, limitsErr := HostNeighbourLimits(a.ProcRoot, s.addr.Is4())
 	if limitsErr != nil {
@@ -173,16 +228,18 @@ func (a *Agent) round(ctx context.Context) *v1beta1.PathReport {
 	_, _, _ = s.prober.NeighbourUse() // the peak starts with the round
 	started := time.Now()
 	results := s.prober.Round(ctx, peers, a.spread(len(peers)))
-	// A peer whose agent stopped being Ready during the round (restarting) did not answer for
-	// that reason: its path is not judged this round.
-	live := a.liveAgents(ctx)
-	results = slices.DeleteFunc(results, func(r Result) bool { return r.Reason != "" && !live[r.Node] })
+	// A peer whose agent stopped during the round did not answer for that reason: its path is not
+	// judged this round. Stopped means not Ready now, or Ready as another pod (a restart the
+	// round straddled: the new agent resumes its node's since, so a failure the old one's end
+	// caused would count against the pair; seen in a rollout of the agents as PathsFailing).
+	results = JudgedThisRound(results, liveAtStart, a.liveAgents(ctx))
 	r.LastRound = &v1beta1.ProbeRound{Started: metav1.NewMicroTime(started), Completed: metav1.NowMicro(), Peers: int32(len(results))}
 	r.NeighbourTable = a.neighbourTable(ctx, s, len(peers), limits, limitsErr, before, beforeErr)
 	if nt := r.NeighbourTable; Untrusted(results, nt.Overflows) {
 		// The kernel refused new neighbour entries while peers did not answer: their probes may
-		// have been dropped for want of an entry. No verdict of this round is reported.
-		r.Problem, r.Message, r.LastRound = v1beta1.ProbeNeighbourTableFull, nt.Message, nil
+		// have been dropped for want of an entry. No verdict of this round is reported; the round
+		// itself is (the agent is not silent).
+		r.Problem, r.Message = v1beta1.ProbeNeighbourTableFull, nt.Message
 		if r.Message == "" {
 			r.Message = fmt.Sprintf("the node's %s neighbour table overflowed %d times during the round; raise its gc_thresh1/2/3 (docs/observability.md#runbook-migranetneighbourtabletoosmall)", nt.Family, nt.Overflows)
 		}
@@ -243,22 +300,39 @@ func (a *Agent) neighbourTable(ctx context.Context, s *session, peers int, l Nei
 
 // spread is how long a round of n peers spreads its probes over: the interval less what the last
 // peer's check may take, or longer when MaxRate says so (two probes per healthy peer).
-func (a *Agent) spread(n int) time.Duration {
-	budget := time.Duration(a.Tries+2) * a.Timeout
-	s := max(a.Interval-budget, 0)
-	if a.MaxRate > 0 {
-		s = max(s, time.Duration(float64(2*n)/a.MaxRate*float64(time.Second)))
+func (c Config) spread(n int) time.Duration {
+	s := max(c.Interval-c.checkBudget(), 0)
+	if c.MaxRate > 0 {
+		s = max(s, time.Duration(float64(2*n)/c.MaxRate*float64(time.Second)))
 	}
 	return s
 }
+
+// checkBudget is the longest one peer's check may take: its small and full-size exchanges and
+// the volleys of a failing one.
+func (c Config) checkBudget() time.Duration { return time.Duration(c.Tries+2) * c.Timeout }
+
+// Period is the time between the starts of two rounds over peers peers: the interval, or longer
+// when MaxRate stretches the round (its spread and the last check) beyond it — at 200 probes a
+// second, from about 1,700 peers on with the defaults. It is the interval a report names
+// (IntervalSeconds), from which health.SilentAfter derives when the round is overdue.
+func (c Config) Period(peers int) time.Duration {
+	return max(c.Interval, c.spread(peers)+c.checkBudget())
+}
+
+// seconds is d in whole seconds, rounded up.
+func seconds(d time.Duration) int32 { return int32((d + time.Second - 1) / time.Second) }
 
 // record folds a round's results into the report: the failing peers (each keeping when it began
 // failing), the round-trip times.
 func (a *Agent) record(ctx context.Context, r *v1beta1.PathReport, results []Result) {
 	log := ctrl.LoggerFrom(ctx)
 	next := map[string]v1beta1.PeerPath{}
+	checked := make(map[string]bool, len(results))
+	watched := Watched(a.checkedAt, r.LastRound.Started.Time, time.Duration(r.IntervalSeconds)*time.Second)
 	var rtts []time.Duration
 	for _, res := range results {
+		checked[res.Node] = true
 		if res.RTT > 0 {
 			rtts = append(rtts, res.RTT)
 			if res.RTT.Microseconds() > r.LastRound.MaxRTTMicros {
@@ -272,18 +346,18 @@ func (a *Agent) record(ctx context.Context, r *v1beta1.PathReport, results []Res
 			continue
 		}
 		p := v1beta1.PeerPath{Node: res.Node, Address: res.Addr.Addr().String(), Reason: res.Reason, Largest: int32(res.Largest),
-			Message: settings.PathMessage(a.Node, res.Node, res.Reason, int(r.MTU), res.Largest)}
-		if prev, was := a.failing[res.Node]; was && prev.Reason == p.Reason && prev.Largest == p.Largest {
-			p.Since = prev.Since
-		} else {
-			now := metav1.NowMicro()
-			p.Since = &now
+			Message: health.PathMessage(a.Node, res.Node, res.Reason, int(r.MTU), res.Largest)}
+		prev, was := a.failing[res.Node]
+		before := watched && (was || a.checked[res.Node] || a.checkedAll)
+		var isNew bool
+		p.Since, p.AfterCheck, isNew = FailingSince(prev, was && watched, before, p.Reason, metav1.NewMicroTime(res.At))
+		if isNew {
 			log.Info("path fails", "peer", res.Node, "reason", p.Reason, "message", p.Message)
 		}
 		next[res.Node] = p
 		r.Failing = append(r.Failing, p)
 	}
-	a.failing = next
+	a.failing, a.checked, a.checkedAll, a.checkedAt = next, checked, false, r.LastRound.Started.Time
 	r.LastRound.Failing = int32(len(r.Failing))
 	if len(rtts) > 0 {
 		slices.Sort(rtts)
@@ -374,7 +448,16 @@ func (a *Agent) open(ctx context.Context, loc located) error {
 	}
 	go p.Serve()
 	a.cur = &session{network: loc.network, podUID: loc.podUID, addr: loc.addr, mtu: mtu, netns: [2]uint64{dev, ino}, prober: p}
-	a.failing = nil
+	a.failing, a.checked, a.checkedAll, a.checkedAt = nil, nil, false, time.Time{}
+	// A restarted agent (same pod, same address) carries on from its last report: no verdict lost.
+	a.resume(ctx, a.cur)
+	if sh, err := OpenShaper(path, settings.MigrationInterface, a.Port); err != nil {
+		a.cur.shapingErr = "cannot shape migration0: " + err.Error()
+		ctrl.LoggerFrom(ctx).Info("cannot shape migration0: the node's migration budget is not enforced", "error", err.Error())
+	} else {
+		desired := func(ctx context.Context) (target, error) { return nodeBudget(ctx, a.Budget, a.Node) }
+		a.cur.shaping = startShaping(ctx, sh, a.Node, desired, a.BudgetChanged, a.Metrics)
+	}
 	return nil
 }
 
@@ -386,6 +469,8 @@ func (a *Agent) configuredMTU(ctx context.Context, network string) int {
 		return 0
 	}
 	nad := &nadv1.NetworkAttachmentDefinition{}
+	ctx, cancel := context.WithTimeout(ctx, APITimeout)
+	defer cancel()
 	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
 		ctrl.LoggerFrom(ctx).Info("cannot read the NAD's MTU; using migration0's", "network", network, "error", err.Error())
 		return 0
@@ -396,43 +481,46 @@ func (a *Agent) configuredMTU(ctx context.Context, network string) int {
 func (a *Agent) closeSession() {
 	if a.cur != nil {
 		_ = a.cur.prober.Close()
+		if a.cur.shaping != nil {
+			a.cur.shaping.close()
+		}
 		a.cur = nil
 	}
 }
 
 // peers are the other nodes whose virt-handler is on s's network with an address and whose
-// agent's pod is Ready.
-func (a *Agent) peers(ctx context.Context, s *session) []Peer {
+// agent's pod is Ready, and the agents' pods as they were read (liveAgents).
+func (a *Agent) peers(ctx context.Context, s *session) ([]Peer, map[string]types.UID) {
 	live := a.liveAgents(ctx)
 	var handlers corev1.PodList
 	if err := a.Pods.List(ctx, &handlers, client.InNamespace(a.KubeVirtNamespace),
 		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}); err != nil {
-		return nil
+		return nil, live
 	}
 	var out []Peer
 	for i := range handlers.Items {
 		p := &handlers.Items[i]
-		if p.Spec.NodeName == a.Node || p.DeletionTimestamp != nil || !live[p.Spec.NodeName] || settings.PodMigrationNAD(p) != s.network {
+		if p.Spec.NodeName == a.Node || p.DeletionTimestamp != nil || live[p.Spec.NodeName] == "" || settings.PodMigrationNAD(p) != s.network {
 			continue
 		}
 		if addr, ok := settings.PodMigrationAddr(p); ok && addr.Is4() == s.addr.Is4() {
 			out = append(out, Peer{Node: p.Spec.NodeName, Addr: netip.AddrPortFrom(addr, uint16(a.Port))})
 		}
 	}
-	return out
+	return out, live
 }
 
-// liveAgents are the nodes whose agent's pod is Ready.
-func (a *Agent) liveAgents(ctx context.Context) map[string]bool {
+// liveAgents are the nodes whose agent's pod is Ready, each with that pod's UID.
+func (a *Agent) liveAgents(ctx context.Context) map[string]types.UID {
 	var agents corev1.PodList
 	if err := a.Pods.List(ctx, &agents, client.InNamespace(a.AgentNamespace), client.MatchingLabelsSelector{Selector: a.AgentSelector}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing the agents' pods")
 		return nil
 	}
-	live := map[string]bool{}
+	live := map[string]types.UID{}
 	for i := range agents.Items {
 		if p := &agents.Items[i]; p.DeletionTimestamp == nil && settings.PodReady(p) {
-			live[p.Spec.NodeName] = true
+			live[p.Spec.NodeName] = p.UID
 		}
 	}
 	return live
@@ -440,6 +528,8 @@ func (a *Agent) liveAgents(ctx context.Context) map[string]bool {
 
 // write creates or replaces the node's PathReport, owned by the Node so that it goes with it.
 func (a *Agent) write(ctx context.Context, r *v1beta1.PathReport) error {
+	ctx, cancel := context.WithTimeout(ctx, APITimeout)
+	defer cancel()
 	cur := &v1beta1.PathReport{}
 	err := a.Client.Get(ctx, client.ObjectKey{Name: a.Node}, cur)
 	switch {
@@ -466,4 +556,14 @@ func problemOf(err error) string {
 		return v1beta1.ProbeNoInterface
 	}
 	return v1beta1.ProbeSocket
+}
+
+// JudgedThisRound are the results of a round that judge a path: every pass, and the failures
+// towards peers whose agent pod was the same Ready pod at the round's start (atStart) and end
+// (atEnd). A failure towards a peer whose agent stopped or was replaced during the round says
+// only that the agent was away.
+func JudgedThisRound(results []Result, atStart, atEnd map[string]types.UID) []Result {
+	return slices.DeleteFunc(results, func(r Result) bool {
+		return r.Reason != "" && (atEnd[r.Node] == "" || atEnd[r.Node] != atStart[r.Node])
+	})
 }

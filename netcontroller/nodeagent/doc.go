@@ -21,4 +21,11 @@
 // (neighbourTable, with what to raise when the limits cannot hold the network) and, when the
 // table overflowed during a round in which peers failed, reports NeighbourTableFull instead of
 // those failures.
+//
+// It also enforces the node's migration budget (the migration policy's "budget", settings.Budget)
+// where every migration byte of the node passes: virt-handler's migration0. From the same
+// namespace it shapes what leaves migration0 with HTB and what arrives through an IFB carrying the
+// same HTB tree (shaper.go), live, with no virt-handler restart; the probes keep a class of their
+// own. It measures what crosses migration0 and reports it with the budget in the PathReport
+// (migration) and its metrics (shaping.go).
 package nodeagent

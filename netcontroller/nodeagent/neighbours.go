@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -197,13 +198,31 @@ func ReadNeighbourStats(path string) (NeighbourStats, error) {
 
 // Neighbours reads and removes the neighbour entries of one interface of one namespace, over a
 // netlink socket opened in that namespace (it stays there). Removing needs CAP_NET_ADMIN.
+//
+// Every request waits at most Timeout for its answer: the socket is read only when poll says it
+// holds a message, and the wait ends at the request's deadline however many messages of other
+// senders or sequences arrive meanwhile. A request that gets no answer in time fails with
+// ErrNoAnswer. Close waits for a request in progress, so the socket's descriptor number is never
+// read after it was closed (and perhaps reused by another socket).
 type Neighbours struct {
 	mu      sync.Mutex
 	fd      int
+	closed  bool
 	ifindex int32
 	family  uint8
 	seq     uint32
+	// dst is the netlink port requests go to and answers must come from: 0, the kernel.
+	dst uint32
+	// Timeout bounds each request (0: NetlinkTimeout).
+	Timeout time.Duration
 }
+
+// NetlinkTimeout is how long a neighbour request waits for its answer by default: the kernel
+// answers a dump of a pod's few entries within milliseconds.
+const NetlinkTimeout = 2 * time.Second
+
+// ErrNoAnswer is the error of a netlink request that got no answer within its timeout.
+var ErrNoAnswer = errors.New("no netlink answer in time")
 
 // openNeighbours opens the socket in the calling thread's namespace.
 func openNeighbours(ifindex int, is4 bool) (*Neighbours, error) {
@@ -222,34 +241,51 @@ func openNeighbours(ifindex int, is4 bool) (*Neighbours, error) {
 	return &Neighbours{fd: fd, ifindex: int32(ifindex), family: fam}, nil
 }
 
-// Close closes the socket.
+// Close closes the socket, once a request in progress has ended.
 func (n *Neighbours) Close() error {
 	if n == nil {
 		return nil
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil
+	}
+	n.closed = true
 	return unix.Close(n.fd)
 }
 
 // request sends one netlink message of type typ with body and returns the replies until the
-// acknowledgement or the end of a dump; an error message becomes the error.
+// acknowledgement or the end of a dump; an error message becomes the error. It waits at most the
+// timeout for them (ErrNoAnswer), whatever else the socket receives (n.mu held).
 func (n *Neighbours) request(typ uint16, flags uint16, body []byte) ([]syscall.NetlinkMessage, error) {
+	if n.closed {
+		return nil, net.ErrClosed
+	}
+	timeout := n.Timeout
+	if timeout <= 0 {
+		timeout = NetlinkTimeout
+	}
+	deadline := time.Now().Add(timeout)
 	n.seq++
 	hdr := make([]byte, unix.SizeofNlMsghdr, unix.SizeofNlMsghdr+len(body))
 	binary.NativeEndian.PutUint32(hdr[0:4], uint32(unix.SizeofNlMsghdr+len(body)))
 	binary.NativeEndian.PutUint16(hdr[4:6], typ)
 	binary.NativeEndian.PutUint16(hdr[6:8], flags|unix.NLM_F_REQUEST)
 	binary.NativeEndian.PutUint32(hdr[8:12], n.seq)
-	if err := unix.Sendto(n.fd, append(hdr, body...), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if err := unix.Sendto(n.fd, append(hdr, body...), unix.MSG_DONTWAIT, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Pid: n.dst}); err != nil {
 		return nil, err
 	}
 	var out []syscall.NetlinkMessage
 	for {
-		buf := make([]byte, 1<<16) // the messages kept point into it
-		nr, _, err := unix.Recvfrom(n.fd, buf, 0)
+		nr, from, err := n.receive(deadline)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("netlink request %d: %w", n.seq, err)
 		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:nr])
+		if sa, ok := from.(*unix.SockaddrNetlink); !ok || sa.Pid != n.dst {
+			continue // not from the port asked
+		}
+		msgs, err := syscall.ParseNetlinkMessage(nr)
 		if err != nil {
 			return nil, err
 		}
@@ -270,6 +306,36 @@ func (n *Neighbours) request(typ uint16, flags uint16, body []byte) ([]syscall.N
 			}
 			out = append(out, m)
 		}
+	}
+}
+
+// receive returns the next message the socket holds, waiting until deadline at most
+// (ErrNoAnswer): the socket is read only once poll says it holds one, never blocking.
+func (n *Neighbours) receive(deadline time.Time) ([]byte, unix.Sockaddr, error) {
+	for {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return nil, nil, ErrNoAnswer
+		}
+		fds := []unix.PollFd{{Fd: int32(n.fd), Events: unix.POLLIN}}
+		ready, err := unix.Poll(fds, int((wait+time.Millisecond-1)/time.Millisecond))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, nil, err
+		case ready == 0:
+			continue
+		}
+		buf := make([]byte, 1<<16) // the messages kept point into it
+		nr, from, err := unix.Recvfrom(n.fd, buf, unix.MSG_DONTWAIT)
+		switch {
+		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, nil, err
+		}
+		return buf[:nr], from, nil
 	}
 }
 

@@ -32,6 +32,8 @@ type Result struct {
 	Largest int
 	// RTT is the small probe's round-trip time (0 when it got no reply).
 	RTT time.Duration
+	// At is when the check sent its first probe: a failure it finds was not seen before then.
+	At time.Time
 }
 
 // ladder holds the frame sizes a failing full-size probe falls back on: the MTUs links commonly
@@ -66,6 +68,9 @@ type Prober struct {
 	peak    int   // the most entries seen at a sweep since the last NeighbourUse
 	nerr    error // why removing stopped
 	stop    chan struct{}
+	// sweeping is the sweep goroutine, which Close waits for: it may be inside a request on the
+	// neighbour socket, whose descriptor must not be closed (and its number reused) under it.
+	sweeping sync.WaitGroup
 	// Removed counts the neighbour entries removed.
 	Removed atomic.Uint64
 	// Swept is when the last sweep of the neighbour entries ended (Unix nanoseconds; 0 before the
@@ -138,7 +143,7 @@ func (p *Prober) Serve() {
 			p.sawProbe(p.seenLocked(from.Addr().Unmap()), h, time.Now())
 			p.mu.Unlock()
 			header{kind: kindReply, net: p.id, seq: h.seq, size: uint32(n)}.encode(out)
-			_, _ = p.conn.WriteToUDPAddrPort(out, from)
+			_ = p.write(out, from)
 			p.touch(from.Addr().Unmap(), 0)
 		case kindReply:
 			p.mu.Lock()
@@ -171,19 +176,33 @@ func (p *Prober) sawProbe(st *seen, h header, now time.Time) {
 	}
 }
 
-// Close closes the socket (Serve returns) and stops removing neighbour entries.
+// Close closes the socket (Serve returns) and stops removing neighbour entries: it returns once
+// the sweep has ended (within one neighbour request's timeout) and closed the neighbour socket.
 func (p *Prober) Close() error {
 	p.nmu.Lock()
 	if p.stop != nil {
 		close(p.stop)
 		p.stop = nil
 	}
-	if p.neigh != nil {
-		_ = p.neigh.Close()
-		p.neigh = nil
-	}
 	p.nmu.Unlock()
+	p.sweeping.Wait()
+	p.nmu.Lock()
+	n := p.neigh
+	p.neigh = nil
+	p.nmu.Unlock()
+	_ = n.Close()
 	return p.conn.Close()
+}
+
+// write sends one datagram to addr, waiting at most the probe timeout for room in the socket's
+// send buffer: a send the kernel cannot take (a queue that does not drain) fails instead of
+// holding the check, or the answers to the peers, for ever.
+func (p *Prober) write(b []byte, addr netip.AddrPort) error {
+	if err := p.conn.SetWriteDeadline(time.Now().Add(p.timeout)); err != nil {
+		return err
+	}
+	_, err := p.conn.WriteToUDPAddrPort(b, addr)
+	return err
 }
 
 // UseNeighbours gives the prober n, a neighbour socket in the probe socket's namespace on its
@@ -209,7 +228,11 @@ func (p *Prober) RemoveNeighbours(grace time.Duration) {
 		return
 	}
 	p.grace, p.touched, p.stop = grace, map[netip.Addr]*touch{}, make(chan struct{})
-	go p.sweep(p.stop, max(grace/4, 10*time.Millisecond))
+	p.sweeping.Add(1)
+	go func(stop chan struct{}) {
+		defer p.sweeping.Done()
+		p.sweep(stop, max(grace/4, 10*time.Millisecond))
+	}(p.stop)
 }
 
 // SetNeighbourCap makes the removal (RemoveNeighbours) leave up to n entries in place, removing
@@ -254,6 +277,14 @@ func (p *Prober) sweep(stop chan struct{}, tick time.Duration) {
 			return
 		case <-t.C:
 		}
+		// A tick and a stop both ready (a request that timed out lets the ticker fire): select
+		// picks one at random, so a stopped sweep could start request after request and hold Close
+		// for several timeouts. Stop wins.
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		p.nmu.Lock()
 		n := p.neigh
 		p.nmu.Unlock()
@@ -293,7 +324,16 @@ func (p *Prober) sweep(stop chan struct{}, tick time.Duration) {
 		}
 		p.nmu.Unlock()
 		for _, c := range remove {
-			if err := n.Delete(c.addr); err != nil {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			err := n.Delete(c.addr)
+			if errors.Is(err, ErrNoAnswer) {
+				break // the kernel was slow to answer: the next sweep tries again
+			}
+			if err != nil {
 				p.nmu.Lock()
 				p.nerr, p.touched = fmt.Errorf("removing neighbour entries: %w", err), nil
 				p.nmu.Unlock()
@@ -343,7 +383,7 @@ func (p *Prober) send(addr netip.AddrPort, payload int, buf []byte) (uint64, cha
 	p.mu.Unlock()
 	header{kind: kindProbe, net: p.id, seq: seq, size: uint32(payload), echo: echo}.encode(buf)
 	p.Sent.Add(1)
-	if _, err := p.conn.WriteToUDPAddrPort(buf[:payload], addr); err != nil {
+	if err := p.write(buf[:payload], addr); err != nil {
 		p.done(seq)
 		return seq, nil
 	}
@@ -395,7 +435,7 @@ func (p *Prober) exchange(ctx context.Context, addr netip.AddrPort, payload int)
 func (p *Prober) Check(ctx context.Context, peer Peer) Result {
 	p.touch(peer.Addr.Addr().Unmap(), 1)
 	defer p.touch(peer.Addr.Addr().Unmap(), -1)
-	r := Result{Peer: peer}
+	r := Result{Peer: peer, At: time.Now()}
 	rtt, ok := p.exchange(ctx, peer.Addr, headerLen)
 	if !ok {
 		r.Reason = v1beta1.PathUnreachable

@@ -5,10 +5,12 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/migranet/migranet/settings/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 const testNet = "kubevirt/vm-migration-network-0123456789"
@@ -73,7 +75,11 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			before := time.Now()
 			r := a.Check(ctx, Peer{Node: "peer", Addr: tt.peer})
+			if r.At.Before(before) || r.At.After(before.Add(100*time.Millisecond)) {
+				t.Errorf("At = %v, want when the check began (%v): the abort rule dates a failure by it", r.At, before)
+			}
 			if r.Reason != tt.reason || r.Largest != tt.largest {
 				t.Errorf("Check = reason %q largest %d, want %q %d", r.Reason, r.Largest, tt.reason, tt.largest)
 			}
@@ -162,5 +168,27 @@ func TestRoundSpreadsAndSorts(t *testing.T) {
 		if res[i].Node != want || res[i].Reason != "" {
 			t.Errorf("result %d = %+v, want %s passing", i, res[i], want)
 		}
+	}
+}
+
+// TestJudgedThisRound: a failure counts only towards a peer whose agent was the same Ready pod
+// from the round's start to its end. Near misses side by side: the same pod (kept), a new pod
+// Ready again by the end (dropped: a restart the round straddled), not Ready at the end (dropped),
+// and a pass towards a restarted peer (kept: an answer is evidence).
+func TestJudgedThisRound(t *testing.T) {
+	results := []Result{
+		{Peer: Peer{Node: "same"}, Reason: "Unreachable"},
+		{Peer: Peer{Node: "replaced"}, Reason: "Unreachable"},
+		{Peer: Peer{Node: "gone"}, Reason: "Unreachable"},
+		{Peer: Peer{Node: "replaced-pass"}},
+	}
+	start := map[string]types.UID{"same": "a", "replaced": "b", "gone": "c", "replaced-pass": "d"}
+	end := map[string]types.UID{"same": "a", "replaced": "b2", "replaced-pass": "d2"}
+	var got []string
+	for _, r := range JudgedThisRound(results, start, end) {
+		got = append(got, r.Node)
+	}
+	if want := []string{"same", "replaced-pass"}; !slices.Equal(got, want) {
+		t.Errorf("judged %q, want %q", got, want)
 	}
 }

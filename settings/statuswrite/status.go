@@ -33,20 +33,14 @@ func ApplyStatus(ctx context.Context, c client.Client, s *v1beta1.Setting, field
 	if unchanged(s, merged, fields) {
 		return nil
 	}
-	status := map[string]any{}
-	for k, v := range fields {
-		if !isZero(v) {
-			status[k] = v
-		}
-	}
-	status["conditions"] = owned
-	// Round-trip through JSON so the unstructured object holds only JSON types.
-	raw, err := json.Marshal(status)
+	// Through JSON, so the unstructured object holds only JSON types and a typed nil (a nil
+	// *NetworkSource in fields) is dropped like an untyped one: the CRD's objects are not nullable.
+	status, err := jsonFields(fields)
 	if err != nil {
 		return err
 	}
-	status = map[string]any{}
-	if err := json.Unmarshal(raw, &status); err != nil {
+	status["conditions"] = owned
+	if status, err = jsonRoundTrip(status); err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -71,12 +65,8 @@ func unchanged(s *v1beta1.Setting, merged []metav1.Condition, fields map[string]
 	if err := json.Unmarshal(raw, &stored); err != nil {
 		return false
 	}
-	want, err := json.Marshal(fields)
+	wantMap, err := jsonRoundTrip(fields)
 	if err != nil {
-		return false
-	}
-	var wantMap map[string]any
-	if err := json.Unmarshal(want, &wantMap); err != nil {
 		return false
 	}
 	for k, v := range wantMap {
@@ -91,6 +81,35 @@ func unchanged(s *v1beta1.Setting, merged []metav1.Condition, fields map[string]
 }
 
 func isZero(v any) bool { return v == nil || v == "" }
+
+// jsonFields is fields as JSON types, without the zero ones (nil, typed or not, and "").
+func jsonFields(fields map[string]any) (map[string]any, error) {
+	m, err := jsonRoundTrip(fields)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range m {
+		if isZero(v) {
+			delete(m, k)
+		}
+	}
+	return m, nil
+}
+
+func jsonRoundTrip(v map[string]any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if m == nil { // v was nil: "null"
+		m = map[string]any{}
+	}
+	return m, nil
+}
 
 // ReasonWriteFailed is the reason of the Warning event RecordWriteFailure records.
 const ReasonWriteFailed = "StatusWriteFailed"

@@ -31,8 +31,9 @@ const (
 	ProbeSocket = "SocketFailed"
 	// ProbeNeighbourTableFull: the node's neighbour table overflowed (its gc_thresh3) while the
 	// round ran and some peers did not answer: the kernel may have dropped the probes for want of
-	// an entry, so the round's failures are not reported as the paths' (nor are its passes:
-	// the report holds no round). NeighbourTable says how full the table is.
+	// an entry, so the round's failures are not reported as the paths' (nor are its passes: the
+	// report's lastRound says only that the round ran, no failing peer is listed).
+	// NeighbourTable says how full the table is.
 	ProbeNeighbourTableFull = "NeighbourTableFull"
 	// ProbeNotMeasured is never written by an agent on a real cluster: the local cluster's
 	// stand-in of the agent writes it where the nodes' networks are simulated (make dev without
@@ -89,8 +90,9 @@ type PathReport struct {
 	// AgentVersion is the agent's build.
 	// +optional
 	AgentVersion string `json:"agentVersion,omitempty"`
-	// IntervalSeconds is the agent's round interval; its results are stale once three intervals
-	// pass without a completed round.
+	// IntervalSeconds is the time between the starts of the agent's rounds: its --interval, or
+	// longer when its probe rate limit (--max-rate) stretches a round over many peers. Once three
+	// intervals pass without a finished round its results are stale and its node is AgentSilent.
 	IntervalSeconds int32 `json:"intervalSeconds"`
 	// Since is when the agent began probing Network from Address: a peer's round that started
 	// before it has not probed this node yet.
@@ -108,6 +110,64 @@ type PathReport struct {
 	// probes add to. Nil when the agent could not read it.
 	// +optional
 	NeighbourTable *NeighbourTable `json:"neighbourTable,omitempty"`
+	// Migration is the node's migration traffic on migration0 during the last round and the
+	// budget the agent shapes it to; nil when the agent has no migration0 to read.
+	// +optional
+	Migration *MigrationTraffic `json:"migration,omitempty"`
+}
+
+// States of MigrationTraffic.Shaping.
+const (
+	// ShapingOff: no budget applies to the node; nothing is shaped.
+	ShapingOff = "Off"
+	// ShapingEnforced: migration0 is shaped to the budget in both directions.
+	ShapingEnforced = "Enforced"
+	// ShapingFailed: a budget applies but could not be installed (Message says why); the
+	// node's migration traffic is not bounded.
+	ShapingFailed = "Failed"
+)
+
+// MigrationTraffic is what crossed a node's migration0 (every migration byte of the node, in and
+// out, and the probes) and the budget the agent shapes it to.
+type MigrationTraffic struct {
+	// BudgetBytesPerSecond is the node's budget, bytes a second in each direction; 0 when none
+	// applies.
+	// +optional
+	BudgetBytesPerSecond int64 `json:"budgetBytesPerSecond,omitempty"`
+	// Override is the selector (k=v,...) of the budget's nodes entry that gave the node its
+	// budget; empty for the budget's own.
+	// +optional
+	Override string `json:"override,omitempty"`
+	// Shaping is Off, Enforced or Failed.
+	Shaping string `json:"shaping"`
+	// Message says why shaping Failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Queue is the migrations' queue while Enforced: fq_codel, or bfifo on a kernel without it.
+	// +optional
+	Queue string `json:"queue,omitempty"`
+	// Since is when the budget in force was installed (or removed).
+	// +optional
+	Since *metav1.MicroTime `json:"since,omitempty"`
+	// WindowSeconds is how long the rates below were measured over (the last round).
+	// +optional
+	WindowSeconds int32 `json:"windowSeconds,omitempty"`
+	// InBytesPerSecond and OutBytesPerSecond are the average rates migration0 received and sent
+	// over the window; PeakIn and PeakOut the highest over one second of it.
+	// +optional
+	InBytesPerSecond int64 `json:"inBytesPerSecond,omitempty"`
+	// +optional
+	OutBytesPerSecond int64 `json:"outBytesPerSecond,omitempty"`
+	// +optional
+	PeakInBytesPerSecond int64 `json:"peakInBytesPerSecond,omitempty"`
+	// +optional
+	PeakOutBytesPerSecond int64 `json:"peakOutBytesPerSecond,omitempty"`
+	// HeldIn and HeldOut count the times the budget held a migration packet back during the
+	// window (the budget binding), in each direction.
+	// +optional
+	HeldIn int64 `json:"heldIn,omitempty"`
+	// +optional
+	HeldOut int64 `json:"heldOut,omitempty"`
 }
 
 // NeighbourTable is the node's neighbour table of one family and the probe agent's use of it.
@@ -179,9 +239,16 @@ type PeerPath struct {
 	// Message says what failed, in one line.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// Since is when the path first failed (this run of failures).
+	// Since is when the probe that first found this failure was sent; kept while the reason
+	// stays (this run of failures).
 	// +optional
 	Since *metav1.MicroTime `json:"since,omitempty"`
+	// AfterCheck says the agent had checked this peer in the round before, watched without a gap,
+	// and found it passing or failing otherwise: the failure began after that check. False when
+	// the first check of the peer (the agent's, or since the peer came back) found it failing:
+	// its beginning is not known.
+	// +optional
+	AfterCheck bool `json:"afterCheck,omitempty"`
 }
 
 // PathReportList is a list of PathReports.

@@ -131,6 +131,12 @@ type NetworkSource struct {
 	// empty while migrations use the pod network.
 	// +optional
 	Value string `json:"value,omitempty"`
+	// NotJudged says why migranet does not judge the NetworkAttachmentDefinition in force (another
+	// CNI type, a plugin list, an IPAM other than whereabouts...): set only with
+	// NetworkAttachmentDefinition and no Value. Migrations then run as KubeVirt runs them: migranet
+	// claims no readiness or path health of that network and refuses nothing on its account.
+	// +optional
+	NotJudged string `json:"notJudged,omitempty"`
 }
 
 // MaxRecordedRanges bounds status.ranges: past it the oldest range is forgotten (its pool, if

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
@@ -99,7 +100,7 @@ func decideCost() string {
 	decide := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			settings.DecideAbort(vmi, h, settings.ModeEnforce, now)
+			health.DecideAbort(vmi, h, settings.ModeEnforce, now)
 		}
 	})
 	pair := testing.Benchmark(func(b *testing.B) {
@@ -113,8 +114,8 @@ func decideCost() string {
 }
 
 // abHealth is 1,000 nodes' fresh reports, node-0's listing node-1 (MTU), and a migration from
-// node-0 to node-1 that started before that round.
-func abHealth() (*settings.PathHealth, *kubevirtv1.VirtualMachineInstance, time.Time) {
+// node-0 to node-1 that started before that round (its first failing probe came after the start).
+func abHealth() (*health.PathHealth, *kubevirtv1.VirtualMachineInstance, time.Time) {
 	const network = "kubevirt/n"
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	var reports []*v1beta1.PathReport
@@ -123,7 +124,8 @@ func abHealth() (*settings.PathHealth, *kubevirtv1.VirtualMachineInstance, time.
 			LastRound: &v1beta1.ProbeRound{Started: metav1.NewMicroTime(t0.Add(time.Minute)), Completed: metav1.NewMicroTime(t0.Add(61 * time.Second))}}
 		r.Name = "node-" + strconv.Itoa(i)
 		if i == 0 {
-			r.Failing = []v1beta1.PeerPath{{Node: "node-1", Reason: v1beta1.PathMTU, Largest: 1500}}
+			found := metav1.NewMicroTime(t0.Add(time.Minute + 5*time.Second))
+			r.Failing = []v1beta1.PeerPath{{Node: "node-1", Reason: v1beta1.PathMTU, Largest: 1500, Since: &found, AfterCheck: true}}
 		}
 		reports = append(reports, r)
 	}
@@ -131,7 +133,7 @@ func abHealth() (*settings.PathHealth, *kubevirtv1.VirtualMachineInstance, time.
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	vmi.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "node-0", TargetNode: "node-1",
 		StartTimestamp: &start, Mode: kubevirtv1.MigrationPreCopy}
-	return settings.Paths(network, reports), vmi, t0.Add(62 * time.Second)
+	return health.Paths(network, reports), vmi, t0.Add(62 * time.Second)
 }
 
 // abSetup sets the progress timeout and the jumbo network, and waits until the paths are proven.

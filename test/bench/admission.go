@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -85,9 +86,9 @@ func benchAdmission() ([]string, error) {
 		return nil, err
 	}
 	vmimURL := url + "/validate-kubevirt-io-v1-virtualmachineinstancemigration"
-	names := []string{"no-op", "easy", "hard", "hard+paths", "pod no-op", "pod steer"}
+	names := []string{"no-op", "easy", "hard", "hard+paths", "pod no-op", "pod steer", "pod steer+budget"}
 	lc, err := startClient(ctx, caFile, []string{url + noopPath, hard, vmimURL, easy, vmimURL, hard, url + pathsPath, hard,
-		url + podNoopPath, pods, url + podSteerPath, pods})
+		url + podNoopPath, pods, url + podSteerPath, pods, url + podBudgetPath, pods})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func benchAdmission() ([]string, error) {
 	ceiling := stats[0].summary()
 	lines := []string{fmt.Sprintf("bench admission no-op: VMIM validator admitting everything, the ceiling: %s", ceiling)}
 	for k := 1; k < len(names); k++ {
-		if names[k] == "pod no-op" || names[k] == "pod steer" {
+		if strings.HasPrefix(names[k], "pod ") {
 			continue
 		}
 		s := stats[k].summary()
@@ -147,6 +148,17 @@ func benchAdmission() ([]string, error) {
 	lines = append(lines, fmt.Sprintf("bench admission pod steer: the hard VMI's target pod steered (%d nodes with fresh probe results, its source with one failing pair), "+
 		"%d rounds of %d reviews x %d workers: %s; ratio %.2f of the pod no-op (median of %d paired rounds), added p99 %s, CPU per review %.2fx the pod no-op's; added p99 goal <= 2ms: %s",
 		admNodes, admRounds, admBlock, admWorkers, steer, ratio, admRounds, steer.p99-podCeiling.p99, float64(steer.cpu)/float64(podCeiling.cpu), verdict))
+	budget := stats[6].summary()
+	bratio, vsSteer := pairedRatio(stats[6].rps, stats[4].rps), pairedRatio(stats[6].rps, stats[5].rps)
+	verdict = "meets"
+	if budget.p99-podCeiling.p99 > 2*time.Millisecond {
+		verdict = "MISSES"
+	}
+	lines = append(lines, fmt.Sprintf("bench admission pod steer+budget: the same pod steered with a budget (inbound limit 2; %d in-flight migrations with bound target pods, "+
+		"%d nodes at their limit preferred against), %d rounds of %d reviews x %d workers: %s; ratio %.2f of the pod no-op, %.2f of pod steer (medians of %d paired rounds), "+
+		"added p99 %s, CPU per review %.2fx the pod no-op's, %.2fx pod steer's; added p99 goal <= 2ms: %s",
+		budgetInFlight, budgetInFlight/2, admRounds, admBlock, admWorkers, budget, bratio, vsSteer, admRounds, budget.p99-podCeiling.p99,
+		float64(budget.cpu)/float64(podCeiling.cpu), float64(budget.cpu)/float64(steer.cpu), verdict))
 	return lines, nil
 }
 

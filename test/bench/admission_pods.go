@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 )
@@ -24,9 +25,34 @@ import (
 // The steering webhook's cases: migranet's TargetSteerer and a no-op pod handler that decodes
 // the pod as it does, served the same way on the same server.
 const (
-	podNoopPath  = "/noop-pod"
-	podSteerPath = "/steer-paths"
+	podNoopPath    = "/noop-pod"
+	podSteerPath   = "/steer-paths"
+	podBudgetPath  = "/steer-budget"
+	budgetInFlight = 100 // in-flight migrations whose target pod is bound: 2 into each of 50 nodes
 )
+
+// budgetPolicy is the default policy with a budget whose inbound limit is 2: the 50 nodes that
+// take 2 migrations each (budgetTarget) are at their limit, every other node has room.
+func budgetPolicy() *settings.MigrationPolicy {
+	return &settings.MigrationPolicy{Budget: &settings.Budget{Bandwidth: resource.MustParse("1Gi"), InboundMigrations: 2}}
+}
+
+// budgetTarget is the node the target pod of the in-flight migration of VMI i is bound to, for the
+// first budgetInFlight in-flight ones: n0500..n0549, two each.
+func budgetTarget(i int) (string, bool) {
+	if i%admInFlight != 0 || i/admInFlight >= budgetInFlight {
+		return "", false
+	}
+	return fmt.Sprintf("n%04d", 500+i/admInFlight/2), true
+}
+
+// budgetTargetPod is the target pod of vmim bound to node, labelled as virt-controller labels it
+// (what the steering counts), requesting nothing (the other cases' room is unchanged).
+func budgetTargetPod(vmim *kubevirtv1.VirtualMachineInstanceMigration, node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: benchNS, Name: "target-" + vmim.Name,
+		Labels: map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.MigrationJobLabel: string(vmim.UID)}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "compute", Image: "bench"}}}}
+}
 
 // noopPodHandler decodes the pod and admits it unchanged: the ceiling of a mutating pod webhook.
 type noopPodHandler struct{ decoder admission.Decoder }
@@ -41,7 +67,7 @@ func (h noopPodHandler) Handle(_ context.Context, req admission.Request) admissi
 
 // steerPaths is benchPaths with one failing pair of the hard VMI's source, so that the steering
 // excludes a node and runs the whole target search.
-func steerPaths(nad string, now time.Time) *settings.PathHealth {
+func steerPaths(nad string, now time.Time) *health.PathHealth {
 	network := settings.NADRef(cluster.KubeVirtNamespace, nad)
 	reports := make([]*v1beta1.PathReport, 0, admNodes)
 	for i := range admNodes {
@@ -53,7 +79,7 @@ func steerPaths(nad string, now time.Time) *settings.PathHealth {
 		}
 		reports = append(reports, r)
 	}
-	return settings.Paths(network, reports)
+	return health.Paths(network, reports)
 }
 
 // podReviews is the pod case's body: the create of the hard VMI's target pod as virt-controller

@@ -26,6 +26,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/framework"
@@ -115,7 +116,13 @@ func populate(ctx context.Context, c *cluster.Cluster) error {
 		if i%admInFlight == 0 {
 			vmim.Status.Phase = kubevirtv1.MigrationRunning
 		}
-		return c.Client.Status().Update(ctx, vmim)
+		if err := c.Client.Status().Update(ctx, vmim); err != nil {
+			return err
+		}
+		if node, ok := budgetTarget(i); ok {
+			return c.Client.Create(ctx, budgetTargetPod(vmim, node))
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -188,14 +195,14 @@ func createRunningVMI(ctx context.Context, c client.Client, name, node string, s
 }
 
 // readySnapshot is what the network controller publishes once every node is on the network.
-func readySnapshot() (*settings.Snapshot, error) {
+func readySnapshot() (*health.Snapshot, error) {
 	m, errs, _ := settings.ParseNetwork(benchNetwork, field.NewPath("value"))
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	h := m.Hash()
 	eligible := admNodes
-	return &settings.Snapshot{Configured: true, Hash: h, AppliedHash: h, Network: settings.NADName(h), ClusterNetwork: m.ClusterNetwork,
+	return &health.Snapshot{Configured: true, Hash: h, AppliedHash: h, Network: settings.NADName(h), ClusterNetwork: m.ClusterNetwork,
 		Eligible: eligible, Attached: eligible, Ready: true, Reason: "AllNodesAttached"}, nil
 }
 
@@ -269,13 +276,13 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	if err != nil {
 		return "", nil, nil, err
 	}
-	state, err := webhook.SetupState(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: settings.NewStore(snap), Pods: pods})
+	state, err := webhook.SetupState(ctx, mgr, webhook.Options{KubeVirtNamespace: cluster.KubeVirtNamespace, Snapshots: health.NewStore(snap), Pods: pods})
 	if err != nil {
 		return "", nil, nil, err
 	}
 	// The hard case with the probe agents' results: the same validator over the same informer
 	// state, reading a PathStore that holds every node's fresh report.
-	paths := &settings.PathStore{}
+	paths := &health.PathStore{}
 	paths.Publish(benchPaths(snap.Network, time.Now()))
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&kubevirtv1.VirtualMachineInstanceMigration{}).
 		WithValidator(&webhook.MigrationValidator{State: state.WithPaths(paths)}).WithValidatorCustomPath(pathsPath).Complete(); err != nil {
@@ -283,10 +290,12 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 	}
 	// The steering webhook with a failing pair of the hard source's, and its ceiling: a pod
 	// handler that decodes the pod and admits it unchanged, served on the same server.
-	spaths := &settings.PathStore{}
+	spaths := &health.PathStore{}
 	spaths.Publish(steerPaths(snap.Network, time.Now()))
 	decoder := admission.NewDecoder(mgr.GetScheme())
 	mgr.GetWebhookServer().Register(podSteerPath, &ctrlwebhook.Admission{Handler: &webhook.TargetSteerer{State: state.WithPaths(spaths), Decoder: decoder}})
+	// The same steering with a budget: 50 nodes at their inbound limit, preferred against.
+	mgr.GetWebhookServer().Register(podBudgetPath, &ctrlwebhook.Admission{Handler: &webhook.TargetSteerer{State: state.WithPaths(spaths).WithPolicy(budgetPolicy()), Decoder: decoder}})
 	mgr.GetWebhookServer().Register(podNoopPath, &ctrlwebhook.Admission{Handler: noopPodHandler{decoder: decoder}})
 	// The ceiling: a validator for the same kind that admits everything, registered and served
 	// exactly as migranet's are (the builder's request logger and panic recovery, decoding).
@@ -317,7 +326,7 @@ func serveWebhooks(ctx context.Context, c *cluster.Cluster) (string, []byte, fun
 			return false, err
 		}
 		return len(nodes.Items) == admNodes && len(vmis.Items) == admVMIs+2 && len(vmims.Items) == admVMIs && s.Value == benchNetwork &&
-			len(podList.Items) >= 1+(admNodes-1)/7, nil
+			len(podList.Items) >= 1+(admNodes-1)/7+budgetInFlight, nil
 	})
 	if err != nil {
 		return fail(fmt.Errorf("the cache never held the populated objects: %w", err))
@@ -371,7 +380,7 @@ const (
 // benchPaths is the probe agents' results of nad as every node's agent would report them at now:
 // each fresh (a round just completed, a long interval so that they stay fresh through the run),
 // and three failing pairs, none of them the hard source's.
-func benchPaths(nad string, now time.Time) *settings.PathHealth {
+func benchPaths(nad string, now time.Time) *health.PathHealth {
 	network := settings.NADRef(cluster.KubeVirtNamespace, nad)
 	failing := map[int]v1beta1.PeerPath{100: {Node: "n0200", Reason: v1beta1.PathMTU, Largest: 1500},
 		300: {Node: "n0400", Reason: v1beta1.PathUnreachable}, 500: {Node: "n0600", Reason: v1beta1.PathOneWay}}
@@ -385,7 +394,7 @@ func benchPaths(nad string, now time.Time) *settings.PathHealth {
 		}
 		reports[i] = r
 	}
-	return settings.Paths(network, reports)
+	return health.Paths(network, reports)
 }
 
 // noopValidator admits everything.

@@ -40,6 +40,8 @@ func main() {
 		{"reconcile", reconcile},
 		{"probe", benchProbe},
 		{"abort", benchAbort},
+		{"proxy-stream", benchProxyStream},
+		{"drain", benchDrain},
 	}
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)

@@ -50,33 +50,33 @@ var _ = Describe("the built-in issuer", func() {
 			leaf, err := handshake(r.addr, serviceName+"."+ns+".svc", poolOf(data[webhookcerts.KeyCA]))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(leaf.Equal(m.Serving.Leaf)).To(BeTrue(), "replica serves serial %x, the Secret holds %x", leaf.SerialNumber, m.Serving.Leaf.SerialNumber)
-			_, err = handshake(r.addr, serviceName+"."+ns+".svc", poolOf(cl.CA.CertPEM))
+			_, err = handshake(r.addr, serviceName+"."+ns+".svc", poolOf(f.CA.CertPEM))
 			Expect(err).To(MatchError(ContainSubstring("certificate signed by unknown authority")))
 		}
 
 		By("letting the API server call both replicas through the injected bundle")
 		Eventually(func() error {
-			return cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "allowed"}})
+			return f.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "allowed"}})
 		}).WithTimeout(10 * time.Second).Should(Succeed())
-		err := cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deny-me"}})
+		err := f.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "deny-me"}})
 		Expect(err).To(MatchError(ContainSubstring("refused by the certificate test webhook")))
 
 		By("leaving the Secret alone once it is current (no churn between the replicas)")
 		before := &corev1.Secret{}
-		Expect(cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, before)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, before)).To(Succeed())
 		Consistently(func() string {
 			s := &corev1.Secret{}
-			Expect(cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, s)).To(Succeed())
+			Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, s)).To(Succeed())
 			return s.ResourceVersion
 		}).WithTimeout(2 * time.Second).Should(Equal(before.ResourceVersion))
 
 		By("re-injecting the bundle when someone overwrites it (a kubectl apply of the manifests)")
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(cl.Client.Get(ctx, client.ObjectKey{Name: cfgName}, cfg)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: cfgName}, cfg)).To(Succeed())
 		for i := range cfg.Webhooks {
-			cfg.Webhooks[i].ClientConfig.CABundle = cl.CA.CertPEM
+			cfg.Webhooks[i].ClientConfig.CABundle = f.CA.CertPEM
 		}
-		Expect(cl.Client.Update(ctx, cfg)).To(Succeed())
+		Expect(f.Client.Update(ctx, cfg)).To(Succeed())
 		overwritten := time.Now()
 		Eventually(bundleOf).WithArguments(ctx, cfgName).WithPolling(5 * time.Millisecond).WithTimeout(10 * time.Second).
 			Should(Equal(data[webhookcerts.KeyCA]))
@@ -124,7 +124,7 @@ var _ = Describe("the built-in issuer", func() {
 		_, err := servedLeaf(r.addr)
 		Expect(err).To(HaveOccurred(), "a handshake succeeded with no certificate loaded")
 		Consistently(readyCheck).WithArguments(r).WithTimeout(time.Second).Should(MatchError(ContainSubstring("not found")))
-		Expect(cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, &corev1.Secret{})).NotTo(Succeed(),
+		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, &corev1.Secret{})).NotTo(Succeed(),
 			"a replica that is not the issuer created the Secret")
 
 		issuer := startReplica("issuer", rc, webhookcerts.Options{Namespace: ns, SecretName: secret, ServiceName: serviceName,

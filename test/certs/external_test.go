@@ -30,7 +30,7 @@ var _ = Describe("an external issuer (cert-manager)", func() {
 			return map[string][]byte{corev1.TLSCertKey: kp.CertPEM, corev1.TLSPrivateKeyKey: kp.KeyPEM, "ca.crt": ca.CertPEM}
 		}
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret}, Type: corev1.SecretTypeTLS, Data: issue()}
-		Expect(cl.Client.Create(ctx, s)).To(Succeed())
+		Expect(f.Client.Create(ctx, s)).To(Succeed())
 		rc := narrowUser(ctx, "reader-"+ns, ns, secret, "", false)
 		opts := webhookcerts.Options{Namespace: ns, SecretName: secret}
 		a, b := startReplica("a", rc, opts), startReplica("b", rc, opts)
@@ -64,10 +64,10 @@ var _ = Describe("an external issuer (cert-manager)", func() {
 		for range rotations {
 			data := issue()
 			want := webhookcerts.ParseMaterial(data).Serving.Leaf
-			Expect(cl.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
 			s.Data = data
 			written := time.Now()
-			Expect(cl.Client.Update(ctx, s)).To(Succeed())
+			Expect(f.Client.Update(ctx, s)).To(Succeed())
 			for _, r := range []*replica{a, b} {
 				Eventually(servedLeaf).WithArguments(r.addr).WithPolling(time.Millisecond).WithTimeout(5*time.Second).
 					Should(WithTransform(want.Equal, BeTrue()), "replica %s never served the new certificate", r.addr)
@@ -91,7 +91,7 @@ var _ = Describe("an external issuer (cert-manager)", func() {
 		By("never writing the Secret: it holds what the external issuer wrote last")
 		written := s.ResourceVersion
 		Consistently(func() string {
-			Expect(cl.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
 			return s.ResourceVersion
 		}).WithTimeout(time.Second).Should(Equal(written))
 		Expect(webhookcerts.ParseMaterial(s.Data).Serving.Leaf.Equal(a.rot.Serving())).To(BeTrue())

@@ -86,8 +86,8 @@ func admit(w http.ResponseWriter, req *http.Request) {
 func namespace(ctx context.Context) string {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "certs-"}}
-	Expect(cl.Client.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, ns))).To(Succeed()) })
+	Expect(f.Client.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, ns))).To(Succeed()) })
 	return ns.Name
 }
 
@@ -95,7 +95,7 @@ func namespace(ctx context.Context) string {
 // the issuer created it itself (an install upgraded from then still has it).
 func emptySecret(ctx context.Context, ns, name string) {
 	GinkgoHelper()
-	Expect(cl.Client.Create(ctx, &corev1.Secret{
+	Expect(f.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: {}, corev1.TLSPrivateKeyKey: {}},
@@ -129,8 +129,8 @@ func webhookConfiguration(ctx context.Context, name, target string, urls ...stri
 	for i, url := range urls {
 		cfg.Webhooks = append(cfg.Webhooks, configMapWebhook(i, target, url))
 	}
-	Expect(cl.Client.Create(ctx, cfg)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, cfg))).To(Succeed()) })
+	Expect(f.Client.Create(ctx, cfg)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, cfg))).To(Succeed()) })
 }
 
 // mutatingConfiguration registers, as a mutating webhook, the first webhook webhookConfiguration
@@ -144,11 +144,11 @@ func mutatingConfiguration(ctx context.Context, name, target, url string) func(c
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: v.Name, ClientConfig: v.ClientConfig, Rules: v.Rules,
 			NamespaceSelector: v.NamespaceSelector, SideEffects: v.SideEffects, FailurePolicy: &ignore,
 			TimeoutSeconds: v.TimeoutSeconds, AdmissionReviewVersions: v.AdmissionReviewVersions}}}
-	Expect(cl.Client.Create(ctx, cfg)).To(Succeed())
-	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, cfg))).To(Succeed()) })
+	Expect(f.Client.Create(ctx, cfg)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, cfg))).To(Succeed()) })
 	return func(ctx context.Context) ([]byte, error) {
 		got := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+		if err := f.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
 			return nil, err
 		}
 		return got.Webhooks[0].ClientConfig.CABundle, nil
@@ -184,10 +184,10 @@ func narrowUser(ctx context.Context, user, ns, secret, webhookCfg string, issuer
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}})
 	}
 	for _, o := range objs {
-		Expect(cl.Client.Create(ctx, o)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(cl.Client.Delete(ctx, o))).To(Succeed()) })
+		Expect(f.Client.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(f.Client.Delete(ctx, o))).To(Succeed()) })
 	}
-	path, err := cl.WriteKubeconfig(user, user)
+	path, err := f.WriteKubeconfig(user, user)
 	Expect(err).NotTo(HaveOccurred())
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	Expect(err).NotTo(HaveOccurred())
@@ -226,7 +226,7 @@ func poolOf(bundle []byte) *x509.CertPool {
 // bundles returns the CA bundle of every webhook of a configuration; an error when they differ.
 func bundleOf(ctx context.Context, name string) ([]byte, error) {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := cl.Client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
+	if err := f.Client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
 		return nil, err
 	}
 	if len(cfg.Webhooks) == 0 {
@@ -245,7 +245,7 @@ func bundleOf(ctx context.Context, name string) ([]byte, error) {
 func secretData(ctx context.Context, ns, name string) map[string][]byte {
 	GinkgoHelper()
 	s := &corev1.Secret{}
-	Expect(cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+	Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
 	return s.Data
 }
 

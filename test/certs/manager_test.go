@@ -24,7 +24,7 @@ var _ = Describe("migranet manager with --cert-secret --cert-rotation", func() {
 	It("creates its Secret, is ready once the bundle is injected, and serves a renewed certificate without a restart", func(ctx SpecContext) {
 		ns, target := namespace(ctx), namespace(ctx)
 		secret, cfgName := "webhook-cert", ns
-		dir := filepath.Join(cl.Dir, "manager-"+ns)
+		dir := filepath.Join(f.Dir, "manager-"+ns)
 		binary, err := env.BuildMigranet(ctx, dir)
 		Expect(err).NotTo(HaveOccurred())
 		webhookPort, probePort := cluster.FreePort(), cluster.FreePort()
@@ -34,7 +34,7 @@ var _ = Describe("migranet manager with --cert-secret --cert-rotation", func() {
 		logPath := filepath.Join(dir, "manager.log")
 		logf, err := os.Create(logPath)
 		Expect(err).NotTo(HaveOccurred())
-		cmd := exec.Command(binary, "manager", "--kubeconfig", cl.Kubeconfig, "--namespace", ns, "--leader-elect=false",
+		cmd := exec.Command(binary, "manager", "--kubeconfig", f.Kubeconfig, "--namespace", ns, "--leader-elect=false",
 			"--webhook-host", "127.0.0.1", "--webhook-port", strconv.Itoa(webhookPort), "--metrics-bind-address", "0",
 			"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probePort),
 			"--cert-secret", secret, "--cert-rotation", "--webhook-configuration", cfgName, "--cert-extra-sans", "127.0.0.1")
@@ -76,9 +76,9 @@ var _ = Describe("migranet manager with --cert-secret --cert-rotation", func() {
 
 		By("serving a renewed certificate without a restart when the serving pair is removed from the Secret")
 		s := &corev1.Secret{}
-		Expect(cl.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, s)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, s)).To(Succeed())
 		s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey] = []byte{}, []byte{}
-		Expect(cl.Client.Update(ctx, s)).To(Succeed())
+		Expect(f.Client.Update(ctx, s)).To(Succeed())
 		Eventually(func() bool {
 			leaf, err := handshake(webhookAddr, serviceName+"."+ns+".svc", poolOf(data[webhookcerts.KeyCA]))
 			return err == nil && !leaf.Equal(first)

@@ -72,7 +72,7 @@ var _ = Describe("rotation", func() {
 		ca1 := webhookcerts.ParseMaterial(map[string][]byte{webhookcerts.KeyCA: oldBundle}).CAs
 		Expect(ca1).To(HaveLen(1))
 		Eventually(func() error {
-			return cl.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "warm-up"}}, client.DryRunAll)
+			return f.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "warm-up"}}, client.DryRunAll)
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 
 		tl := &timeline{leaves: map[string]seen{}}
@@ -140,7 +140,7 @@ var _ = Describe("rotation", func() {
 		}
 		By("creating objects the API server admits through both replicas")
 		loop(func() {
-			err := cl.Client.Create(loopCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, GenerateName: "load-"}}, client.DryRunAll)
+			err := f.Client.Create(loopCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, GenerateName: "load-"}}, client.DryRunAll)
 			if err != nil && loopCtx.Err() == nil {
 				tl.fail("admission: %v", err)
 				return

@@ -50,6 +50,10 @@ func chartValues() []value {
 		{kind: "RoleBinding", line: "namespace: kubevirt", with: "namespace: {{ .Values.kubevirt.namespace }}", n: 1},
 		{kind: "ValidatingWebhookConfiguration", line: "kubernetes.io/metadata.name: kubevirt",
 			with: "kubernetes.io/metadata.name: {{ .Values.kubevirt.namespace }}", n: 3},
+		// The policy on the NAD in force: its scope and its parameter, the KubeVirt CR.
+		{kind: "ValidatingAdmissionPolicy", line: "kubernetes.io/metadata.name: kubevirt",
+			with: "kubernetes.io/metadata.name: {{ .Values.kubevirt.namespace }}", n: 1},
+		{kind: "ValidatingAdmissionPolicyBinding", line: "namespace: kubevirt", with: "namespace: {{ .Values.kubevirt.namespace }}", n: 1},
 	}
 }
 

@@ -140,3 +140,7 @@ func (c *Cluster) StartKubeVirt(ctx context.Context) error {
 	c.logf("KubeVirt %s virt-api and virt-controller ready in %s", KubeVirtVersion, time.Since(began).Round(time.Millisecond))
 	return nil
 }
+
+// KubeVirtCA is the CA of the KubeVirt CR's components (the kubevirt-ca ConfigMap), nil until
+// StartKubeVirt ran: virt-operator issues virt-handler's certificates from it.
+func (c *Cluster) KubeVirtCA() *CA { return c.kubeVirtCA }

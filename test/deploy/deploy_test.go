@@ -4,10 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,44 +19,15 @@ import (
 
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
-	"github.com/migranet/migranet/test/results"
 )
 
 const image = "example.invalid/migranet:deploy-test"
 
-var c *cluster.Cluster
-
-func TestDeploy(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "migranet deploy")
-}
-
-// The spec counts for the summary table of `make test`.
-var _ = ReportAfterSuite("save the spec report", results.SaveGinkgo)
-
-var _ = BeforeSuite(func(ctx context.Context) {
-	dir, err := os.MkdirTemp("", "migranet-deploy-")
-	Expect(err).NotTo(HaveOccurred())
-	bins, err := cluster.BuildBinaries(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	c, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Binaries: bins, Progress: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		c.Stop()
-		if !CurrentSpecReport().Failed() {
-			_ = os.RemoveAll(dir)
-		}
-	})
-	// migranet extends an existing KubeVirt: its namespace is there before the install.
-	Expect(cluster.BootstrapKubeVirt(ctx, c.Client)).To(Succeed())
-	Expect(cluster.CreateNodes(ctx, c.Client, cluster.DefaultNodes(2))).To(Succeed())
-}, NodeTimeout(10*time.Minute))
-
 // makeDeploy runs the README's `make deploy` against the local control plane.
 func makeDeploy(ctx context.Context, overlay string) string {
-	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "deploy", "KUBECTL="+c.Binaries.Kubectl, "IMG="+image, "OVERLAY="+overlay)
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "deploy", "KUBECTL="+f.Binaries.Kubectl, "IMG="+image, "OVERLAY="+overlay)
 	cmd.Dir = cluster.RepoRoot()
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+f.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
 	return string(out)
@@ -69,7 +38,7 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 
 	BeforeAll(func(ctx context.Context) {
 		var err error
-		objs, err = env.RenderManifests(ctx, c.Binaries.Kubectl, "manifests")
+		objs, err = env.RenderManifests(ctx, f.Binaries.Kubectl, "manifests")
 		Expect(err).NotTo(HaveOccurred())
 		out := makeDeploy(ctx, "manifests")
 		Expect(strings.Count(out, "serverside-applied")).To(Equal(len(objs)), "one line per object:\n%s", out)
@@ -80,7 +49,7 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 		for _, want := range objs {
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(want.GroupVersionKind())
-			Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(want), got)).To(Succeed(), "%s %s", want.GetKind(), want.GetName())
+			Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(want), got)).To(Succeed(), "%s %s", want.GetKind(), want.GetName())
 			kinds[want.GetKind()]++
 		}
 		for _, k := range []string{"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "Role",
@@ -94,10 +63,10 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 
 	It("points every webhook at the Service, whose port reaches the container's webhook port", func(ctx context.Context) {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(c.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
 		Expect(cfg.Webhooks).To(HaveLen(5))
 		svc := &corev1.Service{}
-		Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "migranet-webhook"}, svc)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "migranet-webhook"}, svc)).To(Succeed())
 		for _, w := range cfg.Webhooks {
 			ref := w.ClientConfig.Service
 			Expect(ref).NotTo(BeNil(), w.Name)
@@ -106,13 +75,13 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 			Expect(*ref.Path).To(HavePrefix("/validate-"))
 		}
 		mcfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		Expect(c.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, mcfg)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, mcfg)).To(Succeed())
 		Expect(mcfg.Webhooks).To(HaveLen(1))
 		Expect(mcfg.Webhooks[0].ClientConfig.Service).NotTo(BeNil())
 		Expect(mcfg.Webhooks[0].ClientConfig.Service.Namespace + "/" + mcfg.Webhooks[0].ClientConfig.Service.Name).To(Equal(svc.Namespace + "/" + svc.Name))
 		Expect(*mcfg.Webhooks[0].ClientConfig.Service.Path).To(Equal("/mutate-v1-pod-migration-target"))
 		dep := &appsv1.Deployment{}
-		Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "migranet"}, dep)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: env.Namespace, Name: "migranet"}, dep)).To(Succeed())
 		ports := map[string]int32{}
 		for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
 			ports[p.Name] = p.ContainerPort
@@ -126,7 +95,7 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 	It("runs two replicas that pass the restricted Pod Security level, on different nodes", func(ctx context.Context) {
 		Eventually(func(g Gomega) {
 			pods := &corev1.PodList{}
-			g.Expect(c.Client.List(ctx, pods, client.InNamespace(env.Namespace), client.MatchingLabels{"app.kubernetes.io/name": "migranet"})).To(Succeed())
+			g.Expect(f.Client.List(ctx, pods, client.InNamespace(env.Namespace), client.MatchingLabels{"app.kubernetes.io/name": "migranet"})).To(Succeed())
 			g.Expect(pods.Items).To(HaveLen(2))
 			nodes := map[string]bool{}
 			for _, p := range pods.Items {
@@ -140,17 +109,17 @@ var _ = Describe("make deploy (default overlay, built-in certificates)", Ordered
 
 	It("is idempotent: a second make deploy changes nothing", func(ctx context.Context) {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(c.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
 		before := cfg.ResourceVersion
 		makeDeploy(ctx, "manifests")
-		Expect(c.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: env.WebhookConfig}, cfg)).To(Succeed())
 		Expect(cfg.ResourceVersion).To(Equal(before))
 	})
 })
 
 var _ = Describe("the cert-manager overlay", func() {
 	It("leaves the Secret and the CA bundle to cert-manager, for the Service's DNS names", func(ctx context.Context) {
-		objs, err := env.RenderManifests(ctx, c.Binaries.Kubectl, "manifests/overlays/cert-manager")
+		objs, err := env.RenderManifests(ctx, f.Binaries.Kubectl, "manifests/overlays/cert-manager")
 		Expect(err).NotTo(HaveOccurred())
 		byKind := map[string]*unstructured.Unstructured{}
 		for _, o := range objs {

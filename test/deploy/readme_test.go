@@ -18,15 +18,21 @@ import (
 	"github.com/migranet/migranet/test/env"
 )
 
-// readmeWebhooks reads the README's webhook table: one row per webhook, by name, each the cells
-// operations, scope, failurePolicy, timeoutSeconds and sideEffects, with backquotes removed.
-func readmeWebhooks() map[string][]string {
+// readmeRow is one row of the README's webhook table, backquotes removed: the manifests' cells
+// (operations, scope, failurePolicy, timeoutSeconds, sideEffects) and the scope under OLM.
+type readmeRow struct {
+	manifests []string
+	olm       string
+}
+
+// readmeWebhooks reads the README's webhook table, one row per webhook, by name.
+func readmeWebhooks() map[string]readmeRow {
 	data, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "README.md"))
 	Expect(err).NotTo(HaveOccurred())
-	const header = "| webhook | operations | scope | failurePolicy | timeoutSeconds | sideEffects | why |"
+	const header = "| webhook | operations | scope | scope under OLM | failurePolicy | timeoutSeconds | sideEffects | why |"
 	_, table, found := strings.Cut(string(data), header+"\n")
 	Expect(found).To(BeTrue(), "the README's webhook table header %q", header)
-	rows := map[string][]string{}
+	rows := map[string]readmeRow{}
 	for _, line := range strings.Split(table, "\n")[1:] { // [0] is the |---| line
 		if !strings.HasPrefix(line, "|") {
 			break
@@ -35,7 +41,11 @@ func readmeWebhooks() map[string][]string {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(strings.ReplaceAll(cells[i], "`", ""))
 		}
-		rows[strings.Fields(cells[0])[0]] = cells[1:6] // "name (mutating)": the name
+		Expect(cells).To(HaveLen(8), "README row %q", line)
+		rows[strings.Fields(cells[0])[0]] = readmeRow{ // "name (mutating)": the name
+			manifests: []string{cells[1], cells[2], cells[4], cells[5], cells[6]},
+			olm:       cells[3],
+		}
 	}
 	return rows
 }
@@ -54,7 +64,7 @@ type hook struct {
 
 // renderedHooks reads every webhook of the rendered configurations, validating and mutating.
 func renderedHooks(ctx context.Context) []hook {
-	objs, err := env.RenderManifests(ctx, c.Binaries.Kubectl, "manifests")
+	objs, err := env.RenderManifests(ctx, f.Binaries.Kubectl, "manifests")
 	Expect(err).NotTo(HaveOccurred())
 	var out []hook
 	for _, o := range objs {
@@ -113,6 +123,21 @@ func describeScope(w hook) string {
 	return strings.Join(parts, ", ")
 }
 
+// cells is a webhook as the README's table writes it: operations and resources, scope,
+// failurePolicy, timeoutSeconds, sideEffects.
+func cells(w hook) []string {
+	Expect(w.rules).To(HaveLen(1), "the README describes one rule per webhook")
+	var ops []string
+	for _, op := range w.rules[0].Operations {
+		ops = append(ops, string(op))
+	}
+	Expect(w.failurePolicy).NotTo(BeNil(), "%s: failurePolicy", w.name)
+	Expect(w.timeoutSeconds).NotTo(BeNil(), "%s: timeoutSeconds", w.name)
+	Expect(w.sideEffects).NotTo(BeNil(), "%s: sideEffects", w.name)
+	return []string{strings.Join(ops, ", ") + " " + strings.Join(w.rules[0].Resources, ", "), describeScope(w),
+		string(*w.failurePolicy), fmt.Sprint(*w.timeoutSeconds), string(*w.sideEffects)}
+}
+
 // The fault caught: the README promising one thing of a webhook while the manifests do another
 // (it once said sideEffects None for a webhook declared NoneOnDryRun).
 var _ = Describe("the README's webhook table", func() {
@@ -123,14 +148,7 @@ var _ = Describe("the README's webhook table", func() {
 		Expect(rows).To(HaveLen(len(hooks)), "one README row per webhook")
 		for _, w := range hooks {
 			Expect(rows).To(HaveKey(w.name))
-			Expect(w.rules).To(HaveLen(1), "the README describes one rule per webhook")
-			var ops []string
-			for _, op := range w.rules[0].Operations {
-				ops = append(ops, string(op))
-			}
-			got := []string{strings.Join(ops, ", ") + " " + strings.Join(w.rules[0].Resources, ", "), describeScope(w),
-				string(*w.failurePolicy), fmt.Sprint(*w.timeoutSeconds), string(*w.sideEffects)}
-			Expect(got).To(Equal(rows[w.name]), "README row of %s (operations, scope, failurePolicy, timeoutSeconds, sideEffects)", w.name)
+			Expect(cells(w)).To(Equal(rows[w.name].manifests), "README row of %s (operations, scope, failurePolicy, timeoutSeconds, sideEffects)", w.name)
 			Expect(w.admissionReviewVersions).To(Equal([]string{"v1"}))
 		}
 	})

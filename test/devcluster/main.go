@@ -11,7 +11,10 @@
 // (Harvester's CRDs, its empty vm-migration-network setting, a witness node and the simulator of
 // Harvester's controller), where migranet runs in Harvester mode; HCO=1 makes it an HCO install
 // (HCO's HyperConverged CRD and CR, the KubeVirt CR it owns and the simulator of HCO's KubeVirt
-// handler), where migranet runs in HCO mode.
+// handler), where migranet runs in HCO mode. DEV_MIGRATION_PROXIES=plain streams migrations over
+// plain TCP instead of through the patched migration proxy pair (vendor-patches' labproxy, built by
+// `vendor-patches/run.sh lab-proxy` when missing; a build that fails falls back to plain TCP, and
+// the ready line's "migrations:" says which runs).
 package main
 
 import (
@@ -81,6 +84,14 @@ func run() error {
 	default:
 		return fmt.Errorf("HCO=%q: want 1 (an HCO stand-in, migranet in HCO mode) or 0", v)
 	}
+	proxies := env.ProxiesIfBuilt
+	switch v := os.Getenv("DEV_MIGRATION_PROXIES"); v {
+	case "", "patched":
+	case "plain":
+		proxies = env.ProxiesPlain
+	default:
+		return fmt.Errorf("DEV_MIGRATION_PROXIES=%q: want patched (default: the patched proxy pair when it builds) or plain", v)
+	}
 	if hco && harvester {
 		return fmt.Errorf("HARVESTER=1 and HCO=1: a cluster is one or the other")
 	}
@@ -93,7 +104,7 @@ func run() error {
 	began := time.Now()
 	e, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodeSpecs, Progress: os.Stderr,
 		SimulatedKubeVirt: simulated, NodeNetworks: networks, Harvester: harvester, HCO: hco,
-		HandlerBandwidth: devStreamBandwidth, HandlerDirtyRate: devDirtyRate})
+		HandlerBandwidth: devStreamBandwidth, HandlerDirtyRate: devDirtyRate, MigrationProxies: proxies})
 	if err != nil {
 		return err
 	}
@@ -110,7 +121,7 @@ func run() error {
 	kubevirt := "KubeVirt " + cluster.KubeVirtVersion + " virt-api at " + e.VirtAPIURL() + " (webhooks, subresources.kubevirt.io) and virt-controller, virt-handler stand-in"
 	virtctl := fmt.Sprintf("  virtctl:    %s\n", e.Binaries.Virtctl)
 	tryVirtctl := "  virtctl migrate -n <namespace> <vm>   # a VirtualMachine's VMI; virt-api creates the migration\n"
-	nodeNetworks := "real: a network namespace per node and per pod, the real bridge and whereabouts plugins, the probe agents"
+	nodeNetworks := "real: a network namespace per node and per pod, the real CNI plugins (bridge, macvlan, ipvlan, tuning, bandwidth, plugin lists chained) and whereabouts, the probe agents"
 	if e.NodeNetworks == nil {
 		nodeNetworks = "simulated: migration paths are not measured (see the env: line above)"
 	}
@@ -145,6 +156,7 @@ migranet dev: ready in %s — %d kwok nodes, KubeVirt CR Available, migranet web
   mode:       %s
   kubevirt:   %s
   networks:   %s
+  migrations: %s
   logs:       %s
   kubectl:    %s
 %s
@@ -155,7 +167,7 @@ Try:
 %s
 Ctrl-C stops every process this started.
 `, time.Since(began).Round(time.Second), nodes, fmt.Sprintf("https://%s (a Service in front of %d replicas)", e.Service.Addr(), len(e.Replicas)),
-		mode, kubevirt, nodeNetworks, e.Dir, e.Binaries.Kubectl, virtctl, rel, try, tryVirtctl)
+		mode, kubevirt, nodeNetworks, e.MigrationPath(), e.Dir, e.Binaries.Kubectl, virtctl, rel, try, tryVirtctl)
 	for {
 		select {
 		case <-ctx.Done():

@@ -5,9 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -82,6 +87,9 @@ type Options struct {
 	// (sim.VirtHandlerStandIn.StreamBandwidth, DirtyRate); HandlerStreamBandwidth and
 	// HandlerDirtyRate when 0.
 	HandlerBandwidth, HandlerDirtyRate int64
+	// MigrationProxies: whether those streams cross the patched migration proxy pair
+	// (ProxiesRequired when empty).
+	MigrationProxies MigrationProxiesMode
 }
 
 // DefaultProbeArgs make the local cluster's probe agents quicker than the DaemonSet's 20 s: a
@@ -106,13 +114,23 @@ type Env struct {
 	progress    io.Writer
 	harvester   bool
 	// HCO is the stand-in of HCO's KubeVirt handler; nil unless Options.HCO.
-	HCO          *sim.HCOKubeVirtHandler
-	kubeVirtName string
-	managerArgs  []string
-	stream       [2]int64 // the stand-in's stream bandwidth and dirty rate
-	stopSims     context.CancelFunc
-	simsDone     chan struct{}
-	release      Release // what Reinstall applies
+	HCO *sim.HCOKubeVirtHandler
+	// HandlerMetricsURL serves what the virt-handlers would report of the VMIs in Prometheus'
+	// text format (sim.VirtHandlerStandIn.ServeHTTP), as a Prometheus server's /federate would;
+	// "" when the stand-in does not run.
+	HandlerMetricsURL string
+	kubeVirtName      string
+	managerArgs       []string
+	stream            [2]int64 // the stand-in's stream bandwidth and dirty rate
+	// Handler is the virt-handler stand-in (nil when KubeVirt is simulated); MigrationProxies the
+	// lab's patched migration proxies its streams cross (nil: plain TCP, plainWhy says why).
+	Handler          *sim.VirtHandlerStandIn
+	MigrationProxies *sim.MigrationProxies
+	plainWhy         string
+	stopSims         context.CancelFunc
+	simsDone         chan struct{}
+	closeMetrics     func()
+	release          Release // what Reinstall applies
 }
 
 // Start brings the environment up; on error everything already started is stopped.
@@ -182,6 +200,12 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.ProbeArgs == nil {
 		opts.ProbeArgs = DefaultProbeArgs
 	}
+	e.plainWhy = "none: KubeVirt is simulated (no virt-handler stand-in)"
+	if !opts.SimulatedKubeVirt {
+		if e.MigrationProxies, e.plainWhy, err = e.startProxies(ctx, opts.MigrationProxies, opts.Progress); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.startSimulators(!opts.SimulatedKubeVirt, binary, opts.ProbeArgs, simulated); err != nil {
 		return nil, err
 	}
@@ -211,9 +235,15 @@ func (e *Env) Stop() {
 	if e.Service != nil {
 		e.Service.Close()
 	}
+	if e.closeMetrics != nil {
+		e.closeMetrics()
+	}
 	if e.stopSims != nil {
 		e.stopSims()
 		<-e.simsDone
+	}
+	if e.MigrationProxies != nil {
+		e.MigrationProxies.Close()
 	}
 	if e.NodeNetworks != nil {
 		_ = e.NodeNetworks.Close(context.Background())
@@ -248,6 +278,9 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, s
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 logger,
+		// Controller names are checked unique per process (for their metrics, served by nobody
+		// here): make bench starts one environment after another in one process (abort, drain).
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return err
@@ -277,10 +310,12 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, s
 		if err := e.ProbeAgents.SetupWithManager(mgr); err != nil {
 			return err
 		}
-		what = "virt-operator simulator, Multus stand-in with the real bridge and whereabouts plugins, Harvester agent stand-in, kubelet stand-in running the probe agents"
+		what = "virt-operator simulator, Multus stand-in with the real CNI plugins (bridge, macvlan, ipvlan, tuning, bandwidth; plugin lists chained) and whereabouts, Harvester agent stand-in, kubelet stand-in running the probe agents"
 	}
 	if e.harvester {
-		if err := addHarvesterSimulator(mgr); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := addHarvesterSimulator(ctx, e.Cluster, mgr); err != nil {
 			return err
 		}
 		what += ", Harvester's vm-migration-network controller simulator"
@@ -295,10 +330,19 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, s
 	if handler {
 		standIn := &sim.VirtHandlerStandIn{Client: mgr.GetClient(), Clientset: e.Clientset, Config: e.Config,
 			Namespace: cluster.KubeVirtNamespace, MigrationTime: HandlerMigrationTime, Links: multus,
-			StreamBandwidth: e.stream[0], DirtyRate: e.stream[1]}
+			StreamBandwidth: e.stream[0], DirtyRate: e.stream[1], Proxies: e.MigrationProxies}
 		if err := standIn.SetupWithManager(mgr); err != nil {
 			return err
 		}
+		e.Handler = standIn
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: standIn, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		e.HandlerMetricsURL = "http://" + ln.Addr().String() + "/metrics"
+		e.closeMetrics = func() { _ = srv.Close() }
 		what += ", virt-handler stand-in"
 	}
 	ctx, cancel := context.WithCancel(context.Background())

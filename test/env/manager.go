@@ -22,17 +22,6 @@ import (
 	"github.com/migranet/migranet/test/sim"
 )
 
-// BuildMigranet builds cmd/migranet into dir and returns the binary's path.
-func BuildMigranet(ctx context.Context, dir string) (string, error) {
-	out := filepath.Join(dir, "migranet")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/migranet")
-	cmd.Dir = cluster.RepoRoot()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/migranet: %v\n%s", err, b)
-	}
-	return out, nil
-}
-
 // Manager is one replica of the real migranet binary, running `migranet manager` as a child
 // process the way the default overlay's Deployment runs it: as the manifests' ServiceAccount
 // (Kubeconfig holds a token of it), with leader election, behind the webhook Service (here the

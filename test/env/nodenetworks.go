@@ -17,7 +17,7 @@ import (
 )
 
 // NodeNetworksMode says whether an environment's nodes get real networks (package nodenet):
-// a namespace per node and per pod sandbox, the real bridge and whereabouts plugins.
+// a namespace per node and per pod sandbox, the real CNI plugins and whereabouts.
 type NodeNetworksMode string
 
 const (

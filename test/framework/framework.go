@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,40 +21,11 @@ import (
 	"github.com/migranet/migranet/test/env"
 )
 
-// Framework is a suite's environment.
+// Framework is a suite's environment (RunSuite starts it). With Suite.ControlPlane only its
+// cluster is set.
 type Framework struct {
 	*env.Env
-}
-
-// Start brings up an environment for the suite (call from BeforeSuite) and registers its
-// teardown. Logs go to a temporary folder named in the output (see RemoveLogs).
-func Start(opts env.Options) *Framework {
-	if opts.Dir == "" {
-		dir, err := os.MkdirTemp("", "migranet-suite-")
-		Expect(err).NotTo(HaveOccurred())
-		opts.Dir = filepath.Join(dir, "cluster")
-	}
-	opts.Progress = GinkgoWriter
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	e, err := env.Start(ctx, opts)
-	Expect(err).NotTo(HaveOccurred(), "starting the local environment")
-	fmt.Fprintf(GinkgoWriter, "suite environment in %s\n", e.Dir)
-	DeferCleanup(e.Stop)
-	return &Framework{Env: e}
-}
-
-// RemoveLogs deletes the environment's folder after a suite that passed; a failed suite's logs
-// stay for inspection. Call it from ReportAfterSuite, which runs after every cleanup.
-func (f *Framework) RemoveLogs(r Report) {
-	if f == nil {
-		return
-	}
-	if r.SuiteSucceeded {
-		_ = os.RemoveAll(filepath.Dir(f.Dir))
-		return
-	}
-	fmt.Fprintf(GinkgoWriter, "suite failed: logs kept in %s\n", f.Dir)
+	refusals refusals
 }
 
 // Namespace creates a namespace for the current test and deletes it afterwards. Its migrations
@@ -66,21 +35,24 @@ func (f *Framework) Namespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
 	Expect(f.Client.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func(ctx context.Context) {
-		vmims := &kubevirtv1.VirtualMachineInstanceMigrationList{}
-		Expect(f.Client.List(ctx, vmims, client.InNamespace(ns.Name))).To(Succeed())
-		for i := range vmims.Items {
-			vmim := &vmims.Items[i]
-			if vmim.Annotations == nil {
-				vmim.Annotations = map[string]string{}
-			}
-			vmim.Annotations["migranet.io/force-cancel"] = "true"
-			_ = f.Client.Update(ctx, vmim)
-			Expect(client.IgnoreNotFound(f.Client.Delete(ctx, vmim))).To(Succeed())
-		}
-		// virt-controller holds each migration with a finalizer until it has failed or ended.
+		// Each try deletes what is left: KubeVirt's evacuation controller can create a migration
+		// after a first list (CI: a drain's evacuation admitted once a path healed, during this
+		// cleanup). virt-controller holds each migration with a finalizer until it failed or ended.
 		Eventually(func(g Gomega) {
 			left := &kubevirtv1.VirtualMachineInstanceMigrationList{}
 			g.Expect(f.Client.List(ctx, left, client.InNamespace(ns.Name))).To(Succeed())
+			for i := range left.Items {
+				vmim := &left.Items[i]
+				if vmim.DeletionTimestamp != nil {
+					continue
+				}
+				if vmim.Annotations == nil {
+					vmim.Annotations = map[string]string{}
+				}
+				vmim.Annotations["migranet.io/force-cancel"] = "true"
+				_ = f.Client.Update(ctx, vmim)
+				g.Expect(client.IgnoreNotFound(f.Client.Delete(ctx, vmim))).To(Succeed())
+			}
 			g.Expect(left.Items).To(BeEmpty(), "migrations still finalizing")
 		}).WithContext(ctx).WithTimeout(Long).Should(Succeed())
 		Expect(client.IgnoreNotFound(f.Client.Delete(ctx, ns))).To(Succeed())

@@ -76,7 +76,7 @@ func causes(err error) []string {
 var _ = Describe("Harvester's CRDs from test/harvester/crds", func() {
 	It("are Harvester's shapes: a cluster-scoped Setting with value at the top and no status subresource, the uplink MTU in a VlanConfig", func(ctx context.Context) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		Expect(cl.Client.Get(ctx, client.ObjectKey{Name: "settings.harvesterhci.io"}, crd)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: "settings.harvesterhci.io"}, crd)).To(Succeed())
 		Expect(crd.Spec.Scope).To(Equal(apiextensionsv1.ClusterScoped))
 		Expect(crd.Spec.Versions).To(HaveLen(1))
 		v := crd.Spec.Versions[0]
@@ -88,11 +88,11 @@ var _ = Describe("Harvester's CRDs from test/harvester/crds", func() {
 		Expect(v.Schema.OpenAPIV3Schema.Properties).To(HaveKey("default"))
 		Expect(v.Schema.OpenAPIV3Schema.Properties["status"].Properties).To(HaveKey("conditions"))
 
-		Expect(cl.Client.Get(ctx, client.ObjectKey{Name: "vlanconfigs.network.harvesterhci.io"}, crd)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: "vlanconfigs.network.harvesterhci.io"}, crd)).To(Succeed())
 		uplink := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["uplink"]
 		Expect(uplink.Properties["linkAttributes"].Properties).To(HaveKey("mtu"))
 		for _, name := range []string{"clusternetworks.network.harvesterhci.io", "vlanstatuses.network.harvesterhci.io"} {
-			Expect(cl.Client.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed(), name)
+			Expect(f.Client.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed(), name)
 		}
 	})
 

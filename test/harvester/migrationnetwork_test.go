@@ -57,7 +57,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 		GinkgoHelper()
 		s := &unstructured.Unstructured{}
 		s.SetGroupVersionKind(sim.HarvesterSettingGVK)
-		Expect(cl.Client.Get(ctx, settingKey, s)).To(Succeed())
+		Expect(f.Client.Get(ctx, settingKey, s)).To(Succeed())
 		return s
 	}
 	configured := func(s *unstructured.Unstructured) map[string]any {
@@ -74,12 +74,12 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 	// written in the same Update) and returns the Setting.
 	settle := func(ctx context.Context, value string) *unstructured.Unstructured {
 		GinkgoHelper()
-		Expect(sim.SetHarvesterValue(ctx, cl.Client, value)).To(Succeed())
+		Expect(sim.SetHarvesterValue(ctx, f.Client, value)).To(Succeed())
 		var s *unstructured.Unstructured
 		Eventually(func(g Gomega) {
 			s = &unstructured.Unstructured{}
 			s.SetGroupVersionKind(sim.HarvesterSettingGVK)
-			g.Expect(cl.Client.Get(ctx, settingKey, s)).To(Succeed())
+			g.Expect(f.Client.Get(ctx, settingKey, s)).To(Succeed())
 			g.Expect(s.GetAnnotations()).To(HaveKeyWithValue(hashAnnotation, sha1Hex(value)))
 		}).WithContext(ctx).WithTimeout(settleTimeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 		return s
@@ -87,7 +87,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 	harvesterNADs := func(ctx context.Context) []nadv1.NetworkAttachmentDefinition {
 		GinkgoHelper()
 		list := &nadv1.NetworkAttachmentDefinitionList{}
-		Expect(cl.Client.List(ctx, list, client.InNamespace(harvesterNamespace), client.HasLabels{settings.LabelHarvesterMigrationHash})).To(Succeed())
+		Expect(f.Client.List(ctx, list, client.InNamespace(harvesterNamespace), client.HasLabels{settings.LabelHarvesterMigrationHash})).To(Succeed())
 		return list.Items
 	}
 	onlyNAD := func(ctx context.Context) *nadv1.NetworkAttachmentDefinition {
@@ -99,7 +99,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 	kubeVirt := func(ctx context.Context) *kubevirtv1.KubeVirt {
 		GinkgoHelper()
 		kv := &kubevirtv1.KubeVirt{}
-		Expect(cl.Client.Get(ctx, kvKey, kv)).To(Succeed())
+		Expect(f.Client.Get(ctx, kvKey, kv)).To(Succeed())
 		return kv
 	}
 	// networkLabels are the labels a rendered NAD ends with once the network controller's manager
@@ -112,13 +112,13 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 		}
 		Eventually(func(g Gomega) {
 			nad := &nadv1.NetworkAttachmentDefinition{}
-			g.Expect(cl.Client.Get(ctx, client.ObjectKey{Namespace: harvesterNamespace, Name: name}, nad)).To(Succeed())
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: harvesterNamespace, Name: name}, nad)).To(Succeed())
 			g.Expect(nad.Labels).To(Equal(full))
 		}).WithContext(ctx).WithTimeout(settleTimeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 	}
 	gone := func(ctx context.Context, name string) {
 		GinkgoHelper()
-		err := cl.Client.Get(ctx, client.ObjectKey{Namespace: harvesterNamespace, Name: name}, &nadv1.NetworkAttachmentDefinition{})
+		err := f.Client.Get(ctx, client.ObjectKey{Namespace: harvesterNamespace, Name: name}, &nadv1.NetworkAttachmentDefinition{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "NAD %s still there (%v)", name, err)
 	}
 	reconcileNow := func(ctx context.Context) {
@@ -128,7 +128,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 	}
 
 	BeforeAll(func(ctx context.Context) {
-		c := cl.Client
+		c := f.Client
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: harvesterNamespace}})).To(Succeed())
 		Expect(c.Create(ctx, &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: harvesterNamespace, Name: harvesterKubeVirt}})).To(Succeed())
 		Expect(sim.EnsureClusterNetwork(ctx, c, "vmmig", 9000)).To(Succeed())
@@ -160,7 +160,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 		})
 
 		ctrl.SetLogger(GinkgoLogr)
-		mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{
+		mgr, err := ctrl.NewManager(f.Config, ctrl.Options{
 			Scheme:                 c.Scheme(),
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
@@ -226,7 +226,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 
 		// migranet reads the network back from the NAD: the value, plus the uplink's MTU.
 		got := &nadv1.NetworkAttachmentDefinition{}
-		Expect(cl.Client.Get(ctx, client.ObjectKeyFromObject(nad), got)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(nad), got)).To(Succeed())
 		Expect(settings.HarvesterMigrationNAD(got)).To(BeTrue())
 		n, err := settings.NetworkFromNAD(got)
 		Expect(err).NotTo(HaveOccurred())
@@ -277,13 +277,13 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			kv := kubeVirt(ctx)
 			kv.Spec.Configuration.MigrationConfiguration.Network = nil
-			return cl.Client.Update(ctx, kv)
+			return f.Client.Update(ctx, kv)
 		})).To(Succeed())
 		kvRV := kubeVirt(ctx).ResourceVersion
 		// ... and the Setting changes without its value changing.
 		s := getSetting(ctx)
 		s.SetLabels(map[string]string{"example.com/touched": "true"})
-		Expect(cl.Client.Update(ctx, s)).To(Succeed())
+		Expect(f.Client.Update(ctx, s)).To(Succeed())
 		rv := s.GetResourceVersion()
 		reconcileNow(ctx)
 		Consistently(func(g Gomega) {
@@ -297,7 +297,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			kv := kubeVirt(ctx)
 			kv.Spec.Configuration.MigrationConfiguration.Network = &nad.Name
-			return cl.Client.Update(ctx, kv)
+			return f.Client.Update(ctx, kv)
 		})).To(Succeed())
 	})
 
@@ -330,7 +330,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 	})
 
 	It("reports GetKubeVirtError without a KubeVirt CR, rendering nothing", func(ctx context.Context) {
-		Expect(cl.Client.Delete(ctx, kubeVirt(ctx))).To(Succeed())
+		Expect(f.Client.Delete(ctx, kubeVirt(ctx))).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(cached.Get(ctx, kvKey, &kubevirtv1.KubeVirt{}))
 		}).WithContext(ctx).WithTimeout(settleTimeout).Should(BeTrue(), "the simulator's cache still has the CR")
@@ -344,7 +344,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 	})
 
 	It("reuses a NAD that already carries the value's hash label instead of creating one", func(ctx context.Context) {
-		Expect(cl.Client.Create(ctx, &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: harvesterNamespace, Name: harvesterKubeVirt}})).To(Succeed())
+		Expect(f.Client.Create(ctx, &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Namespace: harvesterNamespace, Name: harvesterKubeVirt}})).To(Succeed())
 		Eventually(func() error {
 			return cached.Get(ctx, kvKey, &kubevirtv1.KubeVirt{})
 		}).WithContext(ctx).WithTimeout(settleTimeout).Should(Succeed(), "the simulator's cache has not seen the CR")
@@ -356,7 +356,7 @@ var _ = Describe("the vm-migration-network controller simulator (sim.HarvesterMi
 				Labels:      map[string]string{settings.LabelHarvesterMigrationHash: sha1Hex(valueUntagged)}},
 			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: config},
 		}
-		Expect(cl.Client.Create(ctx, prior)).To(Succeed())
+		Expect(f.Client.Create(ctx, prior)).To(Succeed())
 		s := settle(ctx, valueUntagged)
 		Expect(configured(s)).To(HaveKeyWithValue("status", "True"))
 		Expect(s.GetAnnotations()).To(HaveKeyWithValue(nadAnnotation, harvesterNamespace+"/"+prior.Name))

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -91,17 +93,47 @@ var _ = Describe("migranet on Harvester's own migration network", Ordered, func(
 
 	// docs/harvester.md promises the NAD in force is guarded; nad.migranet.io once saw only NADs
 	// labelled as migranet's, and this delete went through.
-	It("refuses deleting the NAD Harvester rendered while the KubeVirt CR names it, and not while migranet is down", func(ctx context.Context) {
+	It("refuses deleting the NAD Harvester rendered while the KubeVirt CR names it, also while migranet is down", func(ctx context.Context) {
 		_, stderr, err := f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, nadA, "--dry-run=server")
 		Expect(err).To(HaveOccurred(), "the NAD in force was deletable")
-		Expect(stderr).To(And(ContainSubstring(nadA), ContainSubstring("settings.harvesterhci.io/vm-migration-network")))
+		// The API server's policy answers before nad.migranet.io is called; both name the NAD and
+		// the field that names it.
+		Expect(stderr).To(And(ContainSubstring(nadA), ContainSubstring("spec.configuration.migrations.network")))
+		deleteAs := func(user string) (string, error) {
+			_, stderr, err := f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, nadA,
+				"--dry-run=server", "--as", user)
+			return stderr, err
+		}
+		By("Harvester's own delete, while migranet runs: the policy lets its clean-up pass, nad.migranet.io refuses on the CR read live")
+		stderr, err = deleteAs(sim.HarvesterServiceAccount)
+		Expect(err).To(HaveOccurred(), "the NAD in force was deletable by Harvester")
+		Expect(stderr).To(And(ContainSubstring("nad.migranet.io"), ContainSubstring("spec.configuration.migrations.network")))
+		// A service account of another namespace whose name starts like Harvester's: cluster-admin,
+		// so only admission can refuse it.
+		lookalike := "system:serviceaccount:harvester-system-x:harvester"
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "lookalike-harvester"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "harvester-system-x", Name: "harvester"}}}
+		Expect(f.Client.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(f.Client.Delete(ctx, binding)).To(Succeed()) })
 		f.StopReplicas()
 		DeferCleanup(func(ctx context.Context) {
 			Expect(f.StartReplicas(ctx)).To(Succeed())
 			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
 		})
+		// Issue 52: the NAD every virt-handler needs is guarded by the API server itself
+		// (migranet-migration-network-in-force, the KubeVirt CR its parameter).
 		_, stderr, err = f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, nadA, "--dry-run=server")
-		Expect(err).NotTo(HaveOccurred(), "with migranet down nothing is held up (failurePolicy Ignore): %s", stderr)
+		Expect(err).To(HaveOccurred(), "with migranet down the NAD in force was deletable")
+		Expect(stderr).To(And(ContainSubstring(nadA), ContainSubstring("spec.configuration.migrations.network")))
+		stderr, err = deleteAs(lookalike)
+		Expect(err).To(HaveOccurred(), "with migranet down the NAD in force was deletable by %s", lookalike)
+		Expect(stderr).To(ContainSubstring("migranet-migration-network-in-force"))
+		// Harvester deletes its old NAD right after its KubeVirt CR update and never retries; the
+		// policy's parameter may trail that update (seen in CI: a range change stuck at
+		// RemoveOldNadError), so the policy does not judge Harvester's clean-up of what it rendered.
+		_, err = deleteAs(sim.HarvesterServiceAccount)
+		Expect(err).NotTo(HaveOccurred(), "Harvester's clean-up of a NAD it rendered was refused by the policy")
 	})
 
 	It("keeps every other pod and VM off Harvester's migration NAD, also while migranet is down", func(ctx context.Context) {

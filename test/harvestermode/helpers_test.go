@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	. "github.com/onsi/ginkgo/v2"
@@ -57,10 +58,46 @@ func kubeVirtNetwork(ctx context.Context) string {
 	return settings.MigrationNetworkOf(kv)
 }
 
-// setHarvester sets Harvester's value, as an admin edits it in Harvester's UI.
+// setHarvester sets Harvester's value, as an admin edits it in Harvester's UI. Harvester's
+// controller records the value's hash whether or not it applied it, and never tries it again:
+// when it failed to write the KubeVirt CR (a conflict with virt-operator's status updates, seen in
+// CI), the admin does what migranet's Configured says, once.
 func setHarvester(ctx context.Context, value string) {
 	GinkgoHelper()
 	Expect(sim.SetHarvesterValue(ctx, f.Client, value)).To(Succeed())
+	sum := sha1.Sum([]byte(value)) //nolint:gosec // Harvester's hash
+	hash := hex.EncodeToString(sum[:])
+	var failure string
+	Eventually(func(g Gomega) {
+		s := &unstructured.Unstructured{}
+		s.SetGroupVersionKind(sim.HarvesterSettingGVK)
+		g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s)).To(Succeed())
+		g.Expect(s.GetAnnotations()).To(HaveKeyWithValue(settings.LabelHarvesterMigrationHash, hash), "Harvester has not tried the value yet")
+		failure = harvesterFailure(s)
+	}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+	if !strings.Contains(failure, "UpdateKubeVirtError") || !strings.Contains(failure, "the object has been modified") {
+		return // applied, or a failure the spec is to see
+	}
+	By("Harvester failed to apply the value (" + failure + ") and will not try it again: the admin follows migranet's Configured")
+	remedy := "kubectl annotate settings.harvesterhci.io/vm-migration-network " + settings.LabelHarvesterMigrationHash + "-"
+	Eventually(func(g Gomega) {
+		g.Expect(own(ctx).Status.Conditions).To(ContainElement(And(HaveField("Type", v1beta1.ConditionConfigured),
+			HaveField("Message", ContainSubstring(remedy)))))
+	}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+	_, stderr, err := f.Kubectl("", strings.Fields(remedy)[1:]...)
+	Expect(err).NotTo(HaveOccurred(), stderr)
+}
+
+// harvesterFailure is "<reason>: <message>" of Harvester's setting's configured condition when it
+// is False, "" otherwise.
+func harvesterFailure(s *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(s.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == sim.HarvesterConfigured && m["status"] == "False" {
+			return fmt.Sprintf("%v: %v", m["reason"], m["message"])
+		}
+	}
+	return ""
 }
 
 // waitMirrored waits until Harvester's controller put value in force and migranet mirrors it

@@ -45,6 +45,8 @@ func layering() []rule {
 			why: "settings/v1beta1 is the API's types: it imports no other migranet package and no API client"},
 		{from: "settings/guard", may: []string{"settings"}, mayNot: writers, noClient: apiClients,
 			why: "settings/guard is the guard's rule, pure: the settings controller writes its parameter"},
+		{from: "settings/health", may: []string{"settings"}, mayNot: append([]string{"settings/decider", "settings/hcomode", "settings/harvestermode"}, writers...), noClient: apiClients,
+			why: "settings/health concludes from what was observed (readiness, path health, the abort rule): pure, reaching down to the network and the policy only"},
 		{from: "settings", may: []string{"settings"}, mayNot: []string{"settings/controller"},
 			why: "settings' subpackages import only settings, and only cmd starts its controller"},
 		{from: "settings/controller", may: []string{"settings"},

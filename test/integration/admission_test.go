@@ -166,15 +166,25 @@ var _ = Describe("migration admission", func() {
 		}).WithTimeout(framework.Short).Should(Succeed())
 	})
 
-	It("refuses deleting the NAD the KubeVirt CR uses", func(ctx context.Context) {
+	// Two layers refuse it: the API server's policy first (migranet-migration-network-in-force,
+	// which holds while migranet is down), and nad.migranet.io behind it (an install without the
+	// policy: OLM without its extras). Each is seen refusing on its own.
+	It("refuses deleting the NAD the KubeVirt CR uses: the API server's policy, and the webhook behind it", func(ctx context.Context) {
 		setValue(ctx, net24)
 		waitReady(ctx, netcontroller.ReasonReady)
-		_, stderr, err := f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, expectedNAD(net24))
+		name := expectedNAD(net24)
+		_, stderr, err := f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, name)
 		Expect(err).To(HaveOccurred())
-		Expect(stderr).To(ContainSubstring("nad.migranet.io"))
-		Expect(stderr).To(ContainSubstring("vm-migration-network"))
+		Expect(stderr).To(ContainSubstring("migranet-migration-network-in-force"))
+		Expect(stderr).To(And(ContainSubstring(name), ContainSubstring("spec.configuration.migrations.network")))
+
+		bypassPolicy(ctx, "migranet-migration-network-in-force")
+		Eventually(func() string {
+			_, stderr, _ := f.Kubectl("", "delete", "network-attachment-definitions", "-n", cluster.KubeVirtNamespace, name, "--dry-run=server")
+			return stderr
+		}).WithTimeout(framework.Short).Should(And(ContainSubstring("nad.migranet.io"), ContainSubstring(name)))
 		nad := &nadv1.NetworkAttachmentDefinition{}
-		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: expectedNAD(net24)}, nad)).To(Succeed())
+		Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: cluster.KubeVirtNamespace, Name: name}, nad)).To(Succeed())
 	})
 
 	It("warns, without refusing, when KubeVirt's migrations.network is changed by hand", func(ctx context.Context) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/migranet/migranet/netcontroller"
+	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
@@ -143,6 +146,51 @@ var _ = Describe("the migration network's guard", Ordered, func() {
 			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
 		})
 		spellings(ctx, ns)
+	})
+
+	// Issue 52: the NAD in force is guarded by the API server itself (policy
+	// migranet-migration-network-in-force, the KubeVirt CR its parameter), so with migranet down a
+	// restarting virt-handler still finds it; a NAD no longer in force is deletable at once, even
+	// right after the CR moved away from it (Harvester's removeOldNad never retries).
+	It("refuses deleting the NAD in force with every migranet replica stopped, and never a NAD the KubeVirt CR just moved away from", func(ctx context.Context) {
+		f.StopReplicas()
+		DeferCleanup(func(ctx context.Context) {
+			f.SetKubeVirtMigrationNetwork(ctx, nad)
+			Expect(f.StartReplicas(ctx)).To(Succeed())
+			Expect(f.Manager.WaitWebhooksRegistered(ctx, f.Client)).To(Succeed())
+		})
+		err := f.Client.Delete(ctx, &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: nad}}, client.DryRunAll)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "deleting the NAD in force with migranet down: %v", err)
+		Expect(err.Error()).To(And(ContainSubstring(nad), ContainSubstring("spec.configuration.migrations.network")))
+		By("the near misses: a NAD of that name in another namespace, a NAD in the KubeVirt namespace not in force")
+		ns := f.Namespace(ctx)
+		for _, n := range []*nadv1.NetworkAttachmentDefinition{
+			{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nad}, Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"bridge"}`}},
+			{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: "storage"}, Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"bridge"}`}},
+		} {
+			Expect(f.Client.Create(ctx, n)).To(Succeed())
+			Expect(f.Client.Delete(ctx, n)).To(Succeed(), "%s/%s is not in force", n.Namespace, n.Name)
+		}
+		// The policy's parameter (the CR as the API server's informer holds it) may trail the CR
+		// update by milliseconds: seen in CI as Harvester's delete refused, its range change stuck.
+		By("Harvester moving the KubeVirt CR to a NAD it rendered and deleting the old one right after, as its service account, 30 times: never refused")
+		harvester, err := env.AsHarvester(ctx, f.Client, f.Config, client.Options{Scheme: f.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		previous := nad
+		for i := range 30 {
+			next := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: fmt.Sprintf("owner-%d", i),
+				Annotations: map[string]string{settings.AnnotationHarvesterMigrationNetwork: "true"}},
+				Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"bridge"}`}}
+			Expect(harvester.Create(ctx, next)).To(Succeed())
+			f.SetKubeVirtMigrationNetwork(ctx, next.Name)
+			if previous != nad {
+				Expect(harvester.Delete(ctx, &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: previous}})).
+					To(Succeed(), "Harvester's delete of %s right after the KubeVirt CR moved to %s (round %d)", previous, next.Name, i)
+			}
+			previous = next.Name
+		}
+		f.SetKubeVirtMigrationNetwork(ctx, nad)
+		Expect(harvester.Delete(ctx, &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.KubeVirtNamespace, Name: previous}})).To(Succeed())
 	})
 
 	It("refuses an update that adds the network, and leaves an object that had it before alone", func(ctx context.Context) {

@@ -151,13 +151,13 @@ var _ = Describe("migration-network health from the real probe agents", func() {
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		Expect(stderr).To(BeEmpty(), "pinned to the healthy node-2: nothing to warn about")
 
-		By("node-2's agent is down: its results go stale, and a migration to it is admitted with a warning")
+		By("node-2's agent is down: silent once its results go stale, and a migration to it is admitted with a warning")
 		Expect(f.ProbeAgents.Hold(ctx, "node-2", true)).To(Succeed())
 		DeferCleanup(f.ProbeAgents.Hold, "node-2", false)
 		Eventually(func(g Gomega) {
 			stderr, err := dryRun(vmimToYAML(ns, "to-2", "vm-a", "node-2"))
 			g.Expect(err).NotTo(HaveOccurred(), stderr)
-			g.Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy: admitted with 1 target whose migration path from node-1 is unverified: node-2: node-2's probe results are stale"))
+			g.Expect(stderr).To(ContainSubstring("Warning: migranet pathHealthy: admitted with 1 target whose migration path from node-1 is unverified: node-2: node-2's probe agent is silent (AgentSilent)"))
 		}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 		Expect(cond(ctx)).To(HavePrefix("False/"+netcontroller.ReasonPathsFailing), "node-3's pairs still fail")
 		Expect(f.ProbeAgents.Hold(ctx, "node-2", false)).To(Succeed())

@@ -49,6 +49,19 @@ func bypassWebhook(ctx context.Context, name string, ready func() error) {
 	EventuallyWithOffset(1, ready).WithContext(ctx).WithTimeout(framework.Short).Should(Succeed())
 }
 
+// bypassPolicy deletes the ValidatingAdmissionPolicyBinding named binding, as an admin getting past
+// the API server's own guard would, and puts it back when the spec ends.
+func bypassPolicy(ctx context.Context, binding string) {
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	ExpectWithOffset(1, f.Client.Get(ctx, client.ObjectKey{Name: binding}, b)).To(Succeed())
+	saved := b.DeepCopy()
+	ExpectWithOffset(1, f.Client.Delete(ctx, b)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) {
+		saved.ResourceVersion, saved.UID = "", ""
+		Expect(client.IgnoreAlreadyExists(f.Client.Create(ctx, saved))).To(Succeed())
+	})
+}
+
 // configuredMessage is the Configured condition's message.
 func configuredMessage(ctx context.Context) string {
 	c := meta.FindStatusCondition(setting(ctx).Status.Conditions, v1beta1.ConditionConfigured)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"strconv"
 	"time"
@@ -14,11 +15,12 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
+	"github.com/migranet/migranet/test/nodenet"
 	"github.com/migranet/migranet/test/sim"
 )
 
@@ -130,7 +132,7 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 		Expect(after.Status.Phase).To(Equal(kubevirtv1.Running))
 
 		pair := fmt.Sprintf("migration path %s -> %s failed while the migration streamed: 9000-byte frames from %s to %s do not arrive", source, target, source, target)
-		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, settings.ReasonMigrationPathBroken).WithTimeout(framework.Short).Should(ConsistOf(
+		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, health.ReasonMigrationPathBroken).WithTimeout(framework.Short).Should(ConsistOf(
 			And(HavePrefix("VirtualMachineInstanceMigration/m: "), ContainSubstring(pair)),
 			And(HavePrefix("VirtualMachineInstance/vm: "), ContainSubstring(pair))))
 		Eventually(func() error {
@@ -145,12 +147,56 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 			ContainSubstring("the VMI stays on "+source)), out)
 	})
 
+	// Issue 53: warn means warn. An admin lets a migration try a path the probes distrust (rule
+	// pathHealthy at warn; a host firewall drops the probes but passes the stream): the failure
+	// was known before the migration started, so runningPathHealthy (enforce) leaves it to finish.
+	// Fault caught, seen to fail this spec once: DecideAbort counting a failure by the fresh round
+	// that finds it again instead of the probe that first found it (the migration is aborted a
+	// round after it starts: MigrationAbortedPathBroken, the VMI stays on its source).
+	It("lets a migration admitted over a path failing before it started stream to the end (warn means warn)", func(ctx context.Context) {
+		ns, source, target := vmOnNetwork(ctx, jumbo)
+		warnOnly("pathHealthy")
+		src := &v1beta1.PathReport{}
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: source}, src)).To(Succeed())
+		addr, err := netip.ParseAddr(src.Address)
+		Expect(err).NotTo(HaveOccurred(), "the source's report names its migration0 address")
+		By("a firewall on the target's host drops the probes from the source, not the stream")
+		host := f.NodeNetworks.Fabric.Host(target)
+		Expect(nodenet.DropProbesBridged(ctx, host, addr, int(src.Port))).To(Succeed())
+		DeferCleanup(nodenet.UndropBridged, host)
+		Eventually(func(g Gomega) []v1beta1.PeerPath {
+			r := &v1beta1.PathReport{}
+			g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: source}, r)).To(Succeed())
+			return r.Failing
+		}).WithContext(ctx).WithTimeout(framework.Long).Should(ContainElement(HaveField("Node", target)), "the source's report lists the pair")
+
+		By("the migration, admitted with pathHealthy's warning, streams 128 MiB at 16 MiB/s (8 s: two probe rounds)")
+		yaml := fmt.Sprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstanceMigration\nmetadata:\n  name: w\n  namespace: %s\n  annotations: {%s: 16Mi, %s: \"0\"}\n"+
+			"spec: {vmiName: vm, addedNodeSelector: {%s: %s}}\n", ns, sim.HandlerBandwidthAnnotation, sim.HandlerDirtyRateAnnotation, corev1.LabelHostname, target)
+		Expect(createWarned(yaml)).To(ContainSubstring("Warning: migranet pathHealthy"))
+		Eventually(migrationPhase).WithContext(ctx).WithArguments(ns, "w").WithTimeout(framework.Long).Should(Equal(string(kubevirtv1.MigrationSucceeded)))
+		after := vmi(ctx, ns, "vm")
+		Expect(after.Status.NodeName).To(Equal(target), "the VM moved")
+		ms := after.Status.MigrationState
+		Expect(ms.EndTimestamp.Sub(ms.StartTimestamp.Time)).To(BeNumerically(">=", 2*4*time.Second), "it streamed across two probe rounds")
+
+		By("fresh rounds saw the pair failing while it streamed, since before it started; nothing aborted or warned")
+		r := &v1beta1.PathReport{}
+		Expect(f.Client.Get(ctx, client.ObjectKey{Name: source}, r)).To(Succeed())
+		Expect(r.LastRound.Started.Time).To(BeTemporally(">", ms.StartTimestamp.Time), "a round after the start")
+		Expect(r.Failing).To(ContainElement(And(HaveField("Node", target), HaveField("Since.Time", BeTemporally("<", ms.StartTimestamp.Time)))))
+		Expect(pathEvents(ctx, ns, health.ReasonMigrationPathBroken)).To(BeEmpty())
+		Expect(pathEvents(ctx, ns, health.ReasonMigrationPathFailing)).To(BeEmpty())
+		Expect(statusOf(ctx, ns, "w")).To(And(ContainSubstring("succeeded in"), Not(ContainSubstring("aborted"))))
+	})
+
 	It("at warn only warns; in post-copy is never aborted", func(ctx context.Context) {
+		overPlainTCP()
 		ns, _, target := vmOnNetwork(ctx, jumbo)
 		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"runningPathHealthy":"warn"}}`)
 		streamHeld(ctx, ns, target)
 		narrow(ctx, target, 1500)
-		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, settings.ReasonMigrationPathFailing).WithTimeout(abortBound).
+		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, health.ReasonMigrationPathFailing).WithTimeout(abortBound).
 			Should(ContainElement(And(HavePrefix("VirtualMachineInstanceMigration/m: "), ContainSubstring("not aborted (rule runningPathHealthy is warn)"))))
 		Expect(gone(ctx, ns, "m")).To(BeFalse(), "warn aborts nothing")
 		Expect(vmi(ctx, ns, "vm").Status.MigrationState.AbortRequested).To(BeFalse())
@@ -176,7 +222,7 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 			g.Expect(ms.Mode).To(Equal(kubevirtv1.MigrationPostCopy))
 		}).WithTimeout(framework.Long).Should(Succeed())
 		Consistently(gone).WithContext(ctx).WithArguments(ns, "pc").WithTimeout(abortBound).Should(BeFalse(), "post-copy is never aborted")
-		Expect(pathEvents(ctx, ns, settings.ReasonMigrationPathBroken)).To(BeEmpty())
+		Expect(pathEvents(ctx, ns, health.ReasonMigrationPathBroken)).To(BeEmpty())
 		// migranet's own postCopyCancel would refuse the delete anyway: the path-abort controller
 		// must not even ask (the audit log holds every request of the manager's).
 		events, err := framework.ReadAudit(f.AuditLog(), env.ManagerUser)
@@ -188,28 +234,58 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 		}
 	})
 
-	It("aborts nothing on stale results, and aborts once a fresh round sees the path fail", func(ctx context.Context) {
+	// The stream crosses the patched proxy pair, whose TLS handshake does not pass a path narrowed
+	// below the network's MTU (as on a real cluster): the path is repaired, unseen by the held
+	// agents, before the migration starts, and broken again while it streams. Issue 53: the agents
+	// come back as new processes after their reports went stale, so their first round's failure
+	// has no known beginning and aborts nothing; once they saw the path pass, a new break does.
+	// Faults caught: stale results counted (aborted while the agents are down); a failure found
+	// by a restarted agent's first round counted as new (aborted as soon as they are back).
+	It("aborts nothing on stale results nor on a restarted agent's first look, and aborts a break seen after the path passed", func(ctx context.Context) {
 		ns, source, target := vmOnNetwork(ctx, jumbo)
-		narrow(ctx, target, 1500)
-		Eventually(func(g Gomega) []v1beta1.PeerPath {
+		key := cluster.UplinkMTUAnnotationPrefix + cluster.DefaultClusterNetwork
+		setUplink := func(mtu int) func(*corev1.Node) {
+			return func(n *corev1.Node) { n.Annotations[key] = strconv.Itoa(mtu) }
+		}
+		sourceLists := func(g Gomega) *v1beta1.PeerPath {
 			r := &v1beta1.PathReport{}
 			g.Expect(f.Client.Get(ctx, client.ObjectKey{Name: source}, r)).To(Succeed())
-			return r.Failing
-		}).WithContext(ctx).WithTimeout(framework.Long).Should(ContainElement(HaveField("Node", target)), "the source's own report lists the pair")
-		By("both nodes' probe agents down until their failing results are stale")
+			for i := range r.Failing {
+				if r.Failing[i].Node == target {
+					return &r.Failing[i]
+				}
+			}
+			return nil
+		}
+		patchNode(ctx, target, setUplink(1500), setUplink(cluster.DefaultUplinkMTU))
+		Eventually(sourceLists).WithContext(ctx).WithTimeout(framework.Long).ShouldNot(BeNil(), "the source's own report lists the pair")
+		By("both nodes' probe agents down until their failing results are stale: the nodes are AgentSilent")
 		for _, n := range []string{source, target} {
 			Expect(f.ProbeAgents.Hold(ctx, n, true)).To(Succeed())
 			DeferCleanup(f.ProbeAgents.Hold, n, false)
 		}
 		Eventually(networkCondition).WithContext(ctx).WithArguments(v1beta1.ConditionHealthy).
-			WithTimeout(framework.Long).ShouldNot(HavePrefix("False/"))
+			WithTimeout(framework.Long).Should(HavePrefix("False/"+health.ReasonAgentSilent), "silent, and no path failing on their old results")
+		By("the path repaired (the held agents do not see it), the migration streams: stale results abort nothing")
+		patchNode(ctx, target, setUplink(cluster.DefaultUplinkMTU), setUplink(cluster.DefaultUplinkMTU))
 		streamHeld(ctx, ns, target)
 		Consistently(gone).WithContext(ctx).WithArguments(ns, "m").WithTimeout(abortBound).Should(BeFalse(), "stale results abort nothing")
+		started := vmi(ctx, ns, "vm").Status.MigrationState.StartTimestamp.Time
 
-		By("the agents back: a fresh round sees the path fail while it streams")
+		By("the path breaks again and the agents come back as new processes: their first look finds it failing, with no known beginning")
+		patchNode(ctx, target, setUplink(1500), setUplink(cluster.DefaultUplinkMTU))
 		for _, n := range []string{source, target} {
 			Expect(f.ProbeAgents.Hold(ctx, n, false)).To(Succeed())
 		}
-		Eventually(gone).WithContext(ctx).WithArguments(ns, "m").WithTimeout(framework.Long).Should(BeTrue())
+		Eventually(sourceLists).WithContext(ctx).WithTimeout(framework.Long).Should(HaveField("Since.Time", BeTemporally(">", started)), "a fresh report lists the pair again")
+		Consistently(gone).WithContext(ctx).WithArguments(ns, "m").WithTimeout(abortBound).Should(BeFalse(), "a restarted agent's first look dates nothing")
+
+		By("the path passes a round, then breaks while the migration streams: aborted")
+		patchNode(ctx, target, setUplink(cluster.DefaultUplinkMTU), setUplink(cluster.DefaultUplinkMTU))
+		Eventually(sourceLists).WithContext(ctx).WithTimeout(framework.Long).Should(BeNil(), "the source's report no longer lists the pair")
+		patchNode(ctx, target, setUplink(1500), setUplink(cluster.DefaultUplinkMTU))
+		Eventually(gone).WithContext(ctx).WithArguments(ns, "m").WithTimeout(abortBound).Should(BeTrue())
+		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, health.ReasonMigrationPathBroken).WithTimeout(framework.Short).
+			Should(ContainElement(HavePrefix("VirtualMachineInstanceMigration/m: ")))
 	})
 })

@@ -143,10 +143,13 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 		stderr := createWarned(vmimTo(ns, "through", "vm", target))
 		Expect(stderr).To(ContainSubstring("Warning: migranet networkReady"))
 		ms := waitFailed(ctx, ns, "through", "vm")
-		// Over real node networks the stand-in's stream cannot connect from the source's bridge
-		// without uplink (nothing answers its ARP); with MIGRANET_TEST_SKIP=netns the simulated
-		// verdict names the missing cluster network.
+		// Over real node networks the stream cannot connect from the source's bridge without uplink
+		// (nothing answers its ARP): through the patched pair the source proxy then closes the
+		// launcher's socket under libvirt (libvirt then sees a broken pipe on its write, or a reset
+		// on its read, whichever it was doing: both seen), over plain TCP the dial itself fails;
+		// with MIGRANET_TEST_SKIP=netns the simulated verdict names the missing cluster network.
 		Expect(ms.FailureReason).To(And(HavePrefix("Live migration failed"), Or(
+			MatchRegexp(`(write|read) unix @->\S+/migrationproxy/\S+-source\.sock: (write: broken pipe|read: connection reset by peer)$`),
 			And(ContainSubstring("->"+ms.TargetNodeAddress+":"), HaveSuffix("connect: no route to host")),
 			ContainSubstring(fmt.Sprintf("the source node %s does not carry cluster network %s", source, cluster.DefaultClusterNetwork)))))
 		Expect(vmi(ctx, ns, "vm").Status.NodeName).To(Equal(source), "a failed migration leaves the VMI on its source")
@@ -234,6 +237,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 	})
 
 	It("refuses a migration to a node whose uplink is narrower than the network's MTU once the probe agents see it, whose stream stalls and KubeVirt aborts; once repaired, admits one that completes", func(ctx context.Context) {
+		overPlainTCP()
 		// Harvester sets the uplink's MTU in the node's kernel from its VlanConfig; while one
 		// VlanConfig's MTU differs, or on a cluster whose NAD webhook is not Harvester's, no
 		// object says a node's uplink is narrower than the NAD: only packets do.

@@ -126,6 +126,7 @@ var _ = Describe("migrations that stream their memory over migration0", func() {
 	// Fault caught, seen to fail once: the stand-in deciding from the model (MigrationPath) as
 	// before — "stuck for 150 seconds", whatever the KubeVirt CR says.
 	It("stalls for real over an uplink narrower than the network's MTU, steering off, and KubeVirt's progress timeout from the KubeVirt CR fails it", func(ctx context.Context) {
+		overPlainTCP()
 		ns, source, target := vmOnNetwork(ctx, jumbo)
 		// runningPathHealthy off too: at enforce migranet aborts the stalled stream within a probe
 		// round (pathabort_test.go), before KubeVirt's progress timeout this spec is about.
@@ -164,3 +165,13 @@ var _ = Describe("migrations that stream their memory over migration0", func() {
 		expectStalled(ms, 5)
 	})
 })
+
+// overPlainTCP makes the stand-in stream over plain TCP for the rest of the spec: its subject is
+// what TCP does over a broken path (sim.VirtHandlerStandIn.SetProxies says why).
+func overPlainTCP() {
+	GinkgoHelper()
+	Expect(f.Handler).NotTo(BeNil())
+	proxies := f.MigrationProxies
+	f.Handler.SetProxies(nil)
+	DeferCleanup(func() { f.Handler.SetProxies(proxies) })
+}

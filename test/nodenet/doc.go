@@ -4,10 +4,11 @@
 // veth uplinks (each with its own MTU) to one bridge per cluster network in a switch namespace.
 //
 // Plugins runs the real CNI plugins, built from the module proxy by test/tools/build.sh cni (the
-// bridge plugin of containernetworking/plugins v1.9.1 and whereabouts v0.9.2), as Multus runs a
-// delegate on a node: in the node's host namespace, with the NetworkAttachmentDefinition's
-// spec.config on stdin (plus the "name" Multus adds), CNI_NETNS the sandbox's namespace and the
-// K8S_POD_* arguments in CNI_ARGS. whereabouts reads its flat-file configuration
+// bridge, macvlan, ipvlan, tuning and bandwidth plugins of containernetworking/plugins v1.9.1 and
+// whereabouts v0.9.2), as Multus runs a delegate on a node: in the node's host namespace, with the
+// NetworkAttachmentDefinition's spec.config on stdin (plus the "name" Multus adds), CNI_NETNS the
+// sandbox's namespace and the K8S_POD_* arguments in CNI_ARGS; a config that is a plugin list runs
+// as a chain, as libcni runs it (package delegate). whereabouts reads its flat-file configuration
 // (/etc/cni/net.d/whereabouts.d/whereabouts.conf, which its install writes on every node) and the
 // kubeconfig it names; here that file is bind-mounted for the plugin's process only (a private
 // mount namespace), and the API server, which listens on the machine's loopback, is reached

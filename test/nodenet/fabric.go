@@ -234,3 +234,24 @@ func (f *Fabric) Isolate(ctx context.Context, node, cn string, isolated bool) er
 	}
 	return ip(ctx, "-n", sw, "link", "set", port, "master", target)
 }
+
+// ShapeUplink limits node's uplink of cn to bytesPerSecond in each direction, as a NIC of that
+// speed would (a TBF on both ends: leaving the node, and leaving the switch towards it); 0 takes
+// the limit away.
+func (f *Fabric) ShapeUplink(ctx context.Context, node, cn string, bytesPerSecond int64) error {
+	f.mu.Lock()
+	ends := [][2]string{{string(f.Host(node)), UplinkName(cn)}, {string(f.Switch()), f.switchPort(node, cn)}}
+	f.mu.Unlock()
+	for _, e := range ends {
+		if bytesPerSecond == 0 {
+			_, _ = run(ctx, "tc", "-n", e[0], "qdisc", "del", "dev", e[1], "root")
+			continue
+		}
+		burst := strconv.FormatInt(max(bytesPerSecond/100, 64<<10), 10) // 10 ms, and a GSO packet
+		if _, err := run(ctx, "tc", "-n", e[0], "qdisc", "replace", "dev", e[1], "root", "tbf",
+			"rate", strconv.FormatInt(bytesPerSecond*8, 10)+"bit", "burst", burst, "latency", "50ms"); err != nil {
+			return fmt.Errorf("shaping the uplink of %s on %s: %w", cn, node, err)
+		}
+	}
+	return nil
+}

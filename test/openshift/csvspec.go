@@ -136,8 +136,10 @@ func (b *builder) csv(clusterPerms, perms []any) ([]byte, error) {
 // csvHeader says what the CSV changes from manifests/.
 const csvHeader = `# The manager serves the webhook certificate OLM mounts (--cert-dir); OLM names the webhooks'
 # Service migranet-service and sets their namespaceSelector from the OperatorGroup (AllNamespaces:
-# none), so nad.migranet.io and kubevirt.migranet.io are scoped by their objectSelector and rules
-# only. manifests/olm/extras.yaml holds what a bundle cannot carry.
+# none): nad.migranet.io is scoped by its objectSelector (components/olm), and the policy
+# migranet-managed-nads in manifests/olm/extras.yaml keeps that label in openshift-cnv;
+# kubevirt.migranet.io and hyperconverged.migranet.io by their rules (README.md, the webhook
+# table's "scope under OLM"). manifests/olm/extras.yaml holds what a bundle cannot carry.
 `
 
 // ownedCRDs lists the CRDs for the CSV: name, kind, every served version.
@@ -184,7 +186,9 @@ func extrasFile(objs []chart.Object) []byte {
 # (oc apply --server-side -f manifests/olm/extras.yaml): OLM v0 creates from a bundle only the CSV,
 # CRDs and a few namespaced kinds, in the install namespace. Here: the probe agent (namespace,
 # DaemonSet, its RBAC and SCC grant, its PathReport policy), the migration network's guard
-# policies, and the manager's Roles and RoleBindings in the namespaces it reaches beyond its own.
+# policies, the policy that keeps migranet's NAD label in openshift-cnv (the namespace scope of
+# nad.migranet.io, which a webhook definition cannot carry), and the manager's Roles and
+# RoleBindings in the namespaces it reaches beyond its own.
 `)
 	for _, o := range objs {
 		b.WriteString("---\n")

@@ -31,11 +31,10 @@ func tool(t *testing.T, name string) string {
 
 func kubectl(t *testing.T) string { return filepath.Join(tool(t, "kubernetes"), "kubectl") }
 
-// renderOpenShift is manifests/base with components/openshift, as the bundle is generated from.
+// renderOpenShift is manifests/ rendered as the bundle is generated from (Render).
 func renderOpenShift(t *testing.T) []byte {
 	t.Helper()
-	m := filepath.Join(root, "manifests")
-	out, err := chart.KustomizeWith(context.Background(), kubectl(t), []string{filepath.Join(m, "base")}, []string{filepath.Join(m, "components", "openshift")})
+	out, err := Render(context.Background(), kubectl(t), root)
 	if err != nil {
 		t.Fatal(err)
 	}

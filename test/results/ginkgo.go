@@ -84,8 +84,11 @@ func ApplyGinkgo(path string, c *Collector) error {
 	}
 	for _, r := range reports {
 		s := c.Add(Event{Package: pkg})
-		s.Kind, s.Passed, s.Failed, s.Skipped, s.SkippedNames = "specs", 0, 0, 0, nil
+		s.Kind, s.Passed, s.Failed, s.Skipped, s.SkippedNames, s.Failures = "specs", 0, 0, 0, nil, nil
 		for _, sr := range r.SpecReports {
+			if sr.State.Is(types.SpecStateFailureStates) {
+				s.Failures = append(s.Failures, failure(sr))
+			}
 			if sr.LeafNodeType != types.NodeTypeIt {
 				if sr.State.Is(types.SpecStateFailureStates) {
 					s.Failed++ // a failed BeforeSuite or AfterSuite
@@ -104,4 +107,21 @@ func ApplyGinkgo(path string, c *Collector) error {
 		}
 	}
 	return nil
+}
+
+// failureLines bounds how much of a failure's message the summary repeats.
+const failureLines = 12
+
+// failure is one failed spec in a few lines: its name (or its node's kind for a suite-level
+// node), where it failed, and the start of its message.
+func failure(sr types.SpecReport) string {
+	name := sr.FullText()
+	if name == "" {
+		name = sr.LeafNodeType.String()
+	}
+	lines := strings.Split(strings.TrimSpace(sr.Failure.Message), "\n")
+	if len(lines) > failureLines {
+		lines = append(lines[:failureLines], fmt.Sprintf("[%d more lines in the suite's output]", len(lines)-failureLines))
+	}
+	return fmt.Sprintf("%s [%s] at %s\n      %s", name, sr.State, sr.Failure.Location, strings.Join(lines, "\n      "))
 }

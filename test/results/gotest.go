@@ -25,16 +25,24 @@ type Event struct {
 type Suite struct {
 	Package string
 	// Kind is "tests" for Go tests and "specs" once a Ginkgo report replaced the counts.
-	Kind                    string
+	Kind string
+	// Ginkgo: the package's output shows a Ginkgo suite ran (its "Running Suite:" banner).
+	Ginkgo                  bool
 	Passed, Failed, Skipped int
 	SkippedNames            []string
-	Seconds                 float64
+	// Failures holds, for each failed spec of a Ginkgo report, its name, where it failed and
+	// the first lines of why: the end of a CI log must say why it is red.
+	Failures []string
+	Seconds  float64
 	// Outcome is the package's own verdict: "ok", "FAIL", "no tests" or "" while running.
 	Outcome string
 	// topSeconds sums the top-level tests' own times: a stream converted after the run (the
 	// vendor-patches harness) carries no package time of its own.
 	topSeconds float64
 }
+
+// ginkgoHeader starts the banner Ginkgo prints before a suite's first spec (but with -succinct).
+const ginkgoHeader = "Running Suite: "
 
 // Run is the number of tests or specs that ran to a verdict other than skipped.
 func (s *Suite) Run() int { return s.Passed + s.Failed }
@@ -67,6 +75,8 @@ func (c *Collector) Add(e Event) *Suite {
 	switch {
 	case e.Action == "build-fail":
 		s.Outcome = "FAIL"
+	case e.Action == "output":
+		s.Ginkgo = s.Ginkgo || strings.Contains(e.Output, ginkgoHeader)
 	case e.Test == "" && e.Action == "pass":
 		s.Outcome, s.Seconds = "ok", max(e.Elapsed, s.topSeconds)
 	case e.Test == "" && e.Action == "fail":

@@ -2,8 +2,10 @@ package results
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,8 +96,9 @@ func TestSummarize(t *testing.T) {
 			wantOut: []string{"ex/q: TestQEMU"}},
 		{name: "a skip with the opt-out is listed and green", suites: []*Suite{green, skipping}, optOut: "qemu",
 			wantOut: []string{`MIGRANET_TEST_SKIP="qemu"`, "ex/q: TestQEMU"}},
-		{name: "a failure is red even with the opt-out", optOut: "qemu",
-			suites: []*Suite{{Package: "ex/f", Kind: "specs", Passed: 1, Failed: 1, Outcome: "FAIL"}}, wantErr: "ex/f: FAIL"},
+		{name: "a failure is red even with the opt-out, and says why", optOut: "qemu",
+			suites:  []*Suite{{Package: "ex/f", Kind: "specs", Passed: 1, Failed: 1, Outcome: "FAIL", Failures: []string{"it breaks [failed] at f_test.go:3\n      Expected <error>: nil"}}},
+			wantErr: "ex/f: FAIL", wantOut: []string{"failed:\n  ex/f: it breaks [failed] at f_test.go:3\n      Expected <error>: nil"}},
 		{name: "a package without a verdict is red",
 			suites: []*Suite{{Package: "ex/k", Kind: "tests", Passed: 4}}, wantErr: "ex/k: no verdict"},
 	} {
@@ -136,8 +139,11 @@ func TestGinkgoReportReplacesTheGoTestCounts(t *testing.T) {
 		{LeafNodeType: types.NodeTypeIt, State: types.SpecStatePassed},
 		{LeafNodeType: types.NodeTypeIt, State: types.SpecStatePassed},
 		{LeafNodeType: types.NodeTypeIt, State: types.SpecStateSkipped, LeafNodeText: "needs a thing"},
-		{LeafNodeType: types.NodeTypeIt, State: types.SpecStateTimedout},
-		{LeafNodeType: types.NodeTypeBeforeSuite, State: types.SpecStateFailed},
+		{LeafNodeType: types.NodeTypeIt, State: types.SpecStateTimedout, LeafNodeText: "slow one",
+			Failure: types.Failure{Message: "line 1\nline 2", Location: types.CodeLocation{FileName: "/x/slow_test.go", LineNumber: 7}}},
+		{LeafNodeType: types.NodeTypeBeforeSuite, State: types.SpecStateFailed, Failure: types.Failure{Message: "no cluster"}},
+		// The near miss: a spec that passed after a flaky attempt still carries a failure.
+		{LeafNodeType: types.NodeTypeIt, State: types.SpecStatePassed, LeafNodeText: "flaked once", Failure: types.Failure{Message: "first attempt"}},
 		{LeafNodeType: types.NodeTypeAfterSuite, State: types.SpecStatePassed},
 	}})
 	goStream := `{"Action":"run","Package":"ex.test/m/test/integration","Test":"TestIntegration"}
@@ -156,8 +162,14 @@ func TestGinkgoReportReplacesTheGoTestCounts(t *testing.T) {
 		t.Fatalf("suites = %+v, want the one package", s)
 	}
 	got := *s[0]
-	if got.Kind != "specs" || got.Passed != 2 || got.Failed != 2 || got.Skipped != 1 || got.Seconds != 9.5 || got.Outcome != "FAIL" {
-		t.Errorf("suite = %+v, want specs 2 passed, 2 failed (timed out + BeforeSuite), 1 skipped, 9.5 s, FAIL", got)
+	wantFailures := []string{"slow one [timedout] at /x/slow_test.go:7\n      line 1\n      line 2", "BeforeSuite [failed] at :0\n      no cluster"}
+	if !slices.Equal(got.Failures, wantFailures) {
+		t.Errorf("failures = %q, want %q", got.Failures, wantFailures)
+	}
+	// Skipped counts the one skipped spec of the report written above (the fixture's), not a
+	// test of this package that skips: nothing here is skipped.
+	if got.Kind != "specs" || got.Passed != 3 || got.Failed != 2 || got.Skipped != 1 || got.Seconds != 9.5 || got.Outcome != "FAIL" {
+		t.Errorf("suite = %+v, want specs 3 passed, 2 failed (timed out + BeforeSuite), 1 skipped, 9.5 s, FAIL", got)
 	}
 }
 
@@ -221,5 +233,38 @@ func TestLoadKeepsReleasesApartAndTimesConvertedStreams(t *testing.T) {
 	}
 	if s[0].Seconds != 3.5 || s[0].Passed != 3 {
 		t.Errorf("suite = %+v, want 3 passed in 3.5 s (top-level tests only)", s[0])
+	}
+}
+
+// The fault it catches: a Ginkgo suite of migranet's that saved no spec report (its start-up
+// lost results.SaveGinkgo) counted green as its one Go test, or upstream's Ginkgo suites (the
+// vendor-patches harness runs KubeVirt's, which save none) turned red.
+func TestGinkgoSuiteWithoutSpecReportIsRed(t *testing.T) {
+	dir := t.TempDir()
+	var stream strings.Builder
+	for _, pkg := range []string{"ex.test/m/test/s", "kubevirt.io/kubevirt/pkg/p"} {
+		fmt.Fprintf(&stream, `{"Action":"run","Package":%[1]q,"Test":"TestSuite"}
+{"Action":"output","Package":%[1]q,"Test":"TestSuite","Output":"Running Suite: a suite - /src/s\n"}
+{"Action":"pass","Package":%[1]q,"Test":"TestSuite","Elapsed":3}
+{"Action":"pass","Package":%[1]q,"Elapsed":3.5}
+`, pkg)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "integration.json"), []byte(stream.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = Summarize(c.Suites(), "", "ex.test/m/", &out)
+	if err == nil || !strings.Contains(err.Error(), "ex.test/m/test/s: no spec report") {
+		t.Errorf("err = %v, want red for test/s's missing spec report\n%s", err, out.String())
+	}
+	if err != nil && strings.Contains(err.Error(), "kubevirt.io") {
+		t.Errorf("err = %v: upstream's suite is not migranet's", err)
+	}
+	if !strings.Contains(out.String(), "no spec report") {
+		t.Errorf("table lacks the row's verdict:\n%s", out.String())
 	}
 }

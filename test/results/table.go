@@ -43,29 +43,39 @@ func Load(dir string) (*Collector, error) {
 }
 
 // Summarize prints one row per suite that has tests and a total, then says why the run is red:
-// a failure, a package without a verdict, or a skip while optOut (MIGRANET_TEST_SKIP) is empty.
+// a failure, a package without a verdict, a Ginkgo suite of migranet's without its spec report,
+// or a skip while optOut (MIGRANET_TEST_SKIP) is empty.
 // It returns an error naming each reason, nil for a green run. Package paths lose trim, the
 // module's own prefix.
 func Summarize(suites []*Suite, optOut, trim string, out io.Writer) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "suite\tcounts\trun\tpassed\tfailed\tskipped\tseconds\tverdict\t")
 	var total Suite
-	var reasons, skipped []string
+	var reasons, skipped, failures []string
 	for _, s := range suites {
 		if s.Outcome == "no tests" {
 			continue
 		}
 		verdict := s.Outcome
-		if verdict == "" {
+		noReport := noSpecReport(s, trim)
+		switch {
+		case verdict == "":
 			verdict = "no verdict"
+		case noReport && verdict == "ok":
+			verdict = "no spec report"
+		case noReport:
+			verdict += ", no spec report"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t%s\t\n", strings.TrimPrefix(s.Package, trim), s.Kind, s.Run(), s.Passed, s.Failed, s.Skipped, s.Seconds, verdict)
 		total.Passed += s.Passed
 		total.Failed += s.Failed
 		total.Skipped += s.Skipped
 		total.Seconds += s.Seconds
-		if s.Red() {
+		if s.Red() || noReport {
 			reasons = append(reasons, fmt.Sprintf("%s: %s", s.Package, verdict))
+		}
+		for _, f := range s.Failures {
+			failures = append(failures, strings.TrimPrefix(s.Package, trim)+": "+f)
 		}
 		for _, n := range s.SkippedNames {
 			skipped = append(skipped, s.Package+": "+n)
@@ -74,6 +84,9 @@ func Summarize(suites []*Suite, optOut, trim string, out io.Writer) error {
 	fmt.Fprintf(w, "total\t\t%d\t%d\t%d\t%d\t%.1f\t\t\n", total.Run(), total.Passed, total.Failed, total.Skipped, total.Seconds)
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	if len(failures) > 0 {
+		fmt.Fprintf(out, "failed:\n  %s\n", strings.Join(failures, "\n  "))
 	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(out, "skipped (%s=%q):\n  %s\n", OptOutVar, optOut, strings.Join(skipped, "\n  "))
@@ -85,6 +98,14 @@ func Summarize(suites []*Suite, optOut, trim string, out io.Writer) error {
 		return fmt.Errorf("make test is red:\n  %s", strings.Join(reasons, "\n  "))
 	}
 	return nil
+}
+
+// noSpecReport reports whether s is one of migranet's Ginkgo suites (a package under test/ whose
+// output shows Ginkgo ran) that saved no spec report (results.SaveGinkgo, which
+// framework.RunSuite registers): its specs were counted as one Go test. Upstream's Ginkgo suites
+// (the vendor-patches harness runs KubeVirt's) save none.
+func noSpecReport(s *Suite, trim string) bool {
+	return s.Ginkgo && s.Kind != "specs" && strings.HasPrefix(s.Package, trim+"test/")
 }
 
 // releaseOf is " (v1.9.0)" for the vendor-patches streams of upstream's tests of one KubeVirt

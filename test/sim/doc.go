@@ -14,9 +14,11 @@
 //
 //   - With real node networks (NodeNetworks, package nodenet; as root), Multus stands in for
 //     Multus's kubelet side only: it gives each sandbox a network namespace and runs the real
-//     bridge and whereabouts plugins (multus_real.go) — CNI ADD of each NAD's spec.config on
-//     sandbox creation, DEL on graceful delete, none for a vanished pod; a failed ADD undone with
-//     DEL and reported with the plugin's error in FailedCreatePodSandBox. HarvesterAgent keeps each
+//     plugins and whereabouts (multus_real.go) — CNI ADD of each NAD's spec.config, one plugin or
+//     a plugin list chained as libcni chains it (nodenet.Plugins), on sandbox creation, DEL on
+//     graceful delete, none for a vanished pod; a failed ADD undone with DEL and reported with the
+//     plugin's error in FailedCreatePodSandBox. What it remembers of each link (bridge or master,
+//     VLAN, MTU) comes from the list's first plugin and a later tuning plugin's "mtu" (chain.go). HarvesterAgent keeps each
 //     node's <cn>-br bridge and uplink (nodenetworks.go), and the virt-handler stand-in streams a
 //     migration's memory over the wire (Stream). Without them, everything below is simulated.
 //
@@ -42,7 +44,10 @@
 //     address: Multus.Link) while the sandbox lives. A failed ADD (missing NAD, invalid VLAN,
 //     exhausted range: "Could not allocate IP in range: ...", whereabouts' own text) leaves the
 //     pod not ready, with a FailedCreatePodSandBox event carrying the error, retried as kubelet
-//     retries a failed sandbox; the networks attached so far are released, as Multus deletes
+//     retries a failed sandbox (so is a plugin that does not answer within nodenet.PluginTimeout,
+//     killed with its IPAM plugin, as the kubelet's request deadline ends a stuck sandbox's
+//     creation; --runtime-request-timeout is 2 m there, the lab's plugins answer in under a
+//     second); the networks attached so far are released, as Multus deletes
 //     the delegates it added. An address is released only by a CNI DEL, i.e. when the pod is
 //     seen terminating gracefully or finished; a pod that vanishes otherwise (force delete with
 //     grace period 0, lost node) leaks its allocation, as in a real cluster. A node's cluster
@@ -102,7 +107,10 @@
 //     real, and the monitor ends it. HandlerModeAnnotation=PostCopy switches a migration to
 //     post-copy once the domain reached the target; HandlerHoldAnnotation=true keeps it from
 //     converging (the guest dirties its memory as fast as the stream carries it) and from
-//     completing. KubeVirt v1.9.0's migrationState has no field for the bytes moved (the patched
+//     completing. What the virt-handlers would report of it is served in Prometheus' text format
+//     (handlermetrics.go, ServeHTTP; env.Env.HandlerMetricsURL): every running VMI's
+//     kubevirt_vmi_dirty_rate_bytes_per_second (the rate it is scripted to dirty at) and a
+//     streaming migration's kubevirt_vmi_migration_* bytes, rates and dirty rate. KubeVirt v1.9.0's migrationState has no field for the bytes moved (the patched
 //     virt-handler exports them as kubevirt_vmi_migration_proxy_transferred_bytes_total, patch
 //     0003), so the stream's counts stay in the stand-in (Stream.Report) and its log.
 //

@@ -78,10 +78,14 @@ type VirtHandlerStandIn struct {
 	// Links tells what each virt-handler pod's migration0 is on its node (the Multus simulator);
 	// nil: every path works.
 	Links LinkSource
+	// Proxies, when set, carry every stream through the patched migration proxy pair (one lab
+	// proxy per virt-handler sandbox); nil: plain TCP between the migration0 addresses.
+	Proxies *MigrationProxies
 
 	mu      sync.Mutex
 	nodes   map[string]*nodeIdentity
 	streams map[types.UID]*Stream // by migration UID
+	ended   endedStreams
 }
 
 // LinkSource returns the link a pod's interface was attached with (Multus.Link).
@@ -146,11 +150,11 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 	st := &vmi.Status
 	switch {
 	case vmi.IsFinal() || st.NodeName == "":
-		h.dropStreams(vmi, "")
+		h.dropStreams(ctx, vmi, "")
 		return "", nil, 0, nil
 	case vmi.DeletionTimestamp != nil:
 		// The domain is shut down: the VMI ends.
-		h.dropStreams(vmi, "")
+		h.dropStreams(ctx, vmi, "")
 		return st.NodeName, status(map[string]any{"phase": kubevirtv1.Succeeded}), 0, nil
 	case st.Phase == kubevirtv1.Scheduled:
 		return st.NodeName, startDomain(vmi), 0, nil
@@ -159,9 +163,9 @@ func (h *VirtHandlerStandIn) step(ctx context.Context, vmi *kubevirtv1.VirtualMa
 	}
 	ms := st.MigrationState
 	if keep := ms.MigrationUID; ms.Completed || ms.Failed {
-		h.dropStreams(vmi, "") // ended: StopTargetListener, StopSourceListener
+		h.dropStreams(ctx, vmi, "") // ended: StopTargetListener, StopSourceListener
 	} else {
-		h.dropStreams(vmi, keep)
+		h.dropStreams(ctx, vmi, keep)
 	}
 	var vmim *kubevirtv1.VirtualMachineInstanceMigration
 	if !ms.Completed && !ms.Failed {
@@ -241,8 +245,8 @@ func (h *VirtHandlerStandIn) runStream(ctx context.Context, s *Stream, vmi *kube
 		target, err := netip.ParseAddr(ms.TargetNodeAddress)
 		if err == nil {
 			ctrl.LoggerFrom(ctx).Info("stream starting", "migration", ms.MigrationUID, "from", src.Migration0.Addr, "to", target,
-				"memory", plan.Memory, "dirtyRate", plan.DirtyRate, "bandwidth", plan.Bandwidth, "options", opts)
-			s.Start(src.Migration0.Sandbox, src.Migration0.Addr, target, plan, opts, MigrationDataGB(memory))
+				"memory", plan.Memory, "dirtyRate", plan.DirtyRate, "bandwidth", plan.Bandwidth, "options", opts, "via", s.Path())
+			h.startStream(s, src, target, plan, opts, MigrationDataGB(memory))
 		}
 	}
 	r := s.Report()
@@ -277,26 +281,6 @@ func (h *VirtHandlerStandIn) clusterOptions(ctx context.Context) MigrationOption
 		return OptionsFrom(nil)
 	}
 	return OptionsFrom(list.Items[0].Spec.Configuration.MigrationConfiguration)
-}
-
-// stream is the migration's stream, nil when its target does not listen on a real link.
-func (h *VirtHandlerStandIn) stream(uid types.UID) *Stream {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.streams[uid]
-}
-
-// dropStreams closes the streams of vmi's migrations other than keep's (a migration that ended
-// and was cleaned up, or a VMI that went).
-func (h *VirtHandlerStandIn) dropStreams(vmi *kubevirtv1.VirtualMachineInstance, keep types.UID) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for uid, s := range h.streams {
-		if s.vmi == vmi.UID && uid != keep {
-			s.Close()
-			delete(h.streams, uid)
-		}
-	}
 }
 
 // sides are the two ends of a migration as the network sees them.
@@ -558,7 +542,7 @@ func (h *VirtHandlerStandIn) prepareTarget(ctx context.Context, vmi *kubevirtv1.
 	}
 	if h.Links != nil && addr != pod.Status.PodIP {
 		if link, ok := h.Links.Link(pod.UID, MigrationInterface); ok && link.Sandbox != "" {
-			s, err := ListenStream(link.Sandbox, link.Addr, vmi.Status.MigrationMethod == kubevirtv1.BlockMigration)
+			s, err := h.listenTarget(ctx, vmi, node, link)
 			if err != nil {
 				return nil, fmt.Errorf("the target's migration proxy on %s: %w", node, err)
 			}

@@ -93,6 +93,12 @@ const (
 	ClusterNetworkReady = "ready"
 )
 
+// HarvesterServiceAccount is the user Harvester's controllers act as: the service account
+// harvester of Harvester's namespace harvester-system (the harvester Deployment's). The lab's
+// stand-in writes as this user (impersonated), so what migranet's policies say of Harvester's
+// requests is what they say on a real Harvester.
+const HarvesterServiceAccount = "system:serviceaccount:harvester-system:harvester"
+
 // The bounds of an MTU the network controller accepts besides 0 (hnc:pkg/utils/consts.go @v1.6.0-rc3).
 const (
 	minUplinkMTU = 576

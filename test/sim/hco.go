@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,7 +63,13 @@ type HCOKubeVirtHandler struct {
 	Base kubevirtv1.KubeVirtSpec
 
 	outOfBand, updates atomic.Int64
+	frozen             atomic.Bool
 }
+
+// Freeze stops (true) or resumes (false) the stand-in's copying, as a degraded HCO whose reconcile
+// fails before its KubeVirt handler runs: while frozen the KubeVirt CR keeps what it names. On
+// resume it catches up within a second, as HCO's periodic requeue would.
+func (h *HCOKubeVirtHandler) Freeze(on bool) { h.frozen.Store(on) }
 
 // OutOfBand is the count of kubevirt_hco_out_of_band_modifications_total for the KubeVirt CR.
 func (h *HCOKubeVirtHandler) OutOfBand() int64 { return h.outOfBand.Load() }
@@ -87,6 +94,9 @@ func (h *HCOKubeVirtHandler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile brings the KubeVirt CR's spec back to what the HyperConverged CR derives.
 func (h *HCOKubeVirtHandler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if h.frozen.Load() {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	f, _ := hcomode.FieldOf(hcomode.V1beta1)
 	hc := f.New()
 	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: HyperConvergedName}, hc); err != nil {

@@ -11,8 +11,10 @@ import (
 )
 
 // TestParseLinkConf follows containernetworking/plugins v1.9.1 plugins/main/macvlan/macvlan.go
-// (loadConf, modeFromString) for macvlan and ParseBridgeConf for bridge. Catches: a macvlan NAD
-// read as a bridge (or refused as "not simulated"), an unknown mode accepted.
+// (loadConf, modeFromString) for macvlan, the same of plugins/main/ipvlan/ipvlan.go for ipvlan and
+// ParseBridgeConf for bridge, each alone or first of a plugin list. Catches: a macvlan NAD read as
+// a bridge (or refused as "not simulated"), an unknown mode accepted, a list read by its top level
+// (no type: refused) or a tuning plugin's MTU not seen.
 func TestParseLinkConf(t *testing.T) {
 	tests := []struct {
 		name, config string
@@ -24,7 +26,21 @@ func TestParseLinkConf(t *testing.T) {
 		{"bridge beside it", `{"type":"bridge","bridge":"migration-br","mtu":9000}`, LinkConf{BridgeConf: BridgeConf{Bridge: "migration-br", MTU: 9000}}, ""},
 		{"unknown mode", `{"type":"macvlan","master":"ens5","mode":"source"}`, LinkConf{}, `unknown macvlan mode: "source"`},
 		{"no master", `{"type":"macvlan"}`, LinkConf{}, "not simulated"},
-		{"another plugin", `{"type":"ipvlan","master":"ens5"}`, LinkConf{}, "not simulated"},
+		{"ipvlan", `{"type":"ipvlan","master":"ens5","mode":"l3","mtu":8000}`, LinkConf{BridgeConf: BridgeConf{MTU: 8000}, Master: "ens5"}, ""},
+		{"ipvlan unknown mode", `{"type":"ipvlan","master":"ens5","mode":"bridge"}`, LinkConf{}, `unknown ipvlan mode: "bridge"`},
+		{"ipvlan without master", `{"type":"ipvlan"}`, LinkConf{}, "not simulated"},
+		{"another plugin", `{"type":"ptp"}`, LinkConf{}, "not simulated"},
+		// Plugin lists: the first plugin makes the interface, a later tuning's mtu is its MTU.
+		{"list of one bridge", `{"cniVersion":"1.0.0","plugins":[{"type":"bridge","bridge":"migration-br","mtu":9000}]}`,
+			LinkConf{BridgeConf: BridgeConf{Bridge: "migration-br", MTU: 9000}}, ""},
+		{"bridge then tuning's mtu", `{"plugins":[{"type":"bridge","bridge":"migration-br","mtu":9000},{"type":"tuning","mtu":1300}]}`,
+			LinkConf{BridgeConf: BridgeConf{Bridge: "migration-br", MTU: 1300}}, ""},
+		{"tuning without mtu keeps the main plugin's", `{"plugins":[{"type":"macvlan","master":"ens5","mtu":8000},{"type":"tuning","sysctl":{"net.ipv4.conf.IFNAME.arp_notify":"1"}}]}`,
+			LinkConf{BridgeConf: BridgeConf{MTU: 8000}, Master: "ens5"}, ""},
+		{"bandwidth after the bridge changes nothing", `{"plugins":[{"type":"bridge","bridge":"migration-br","vlan":100},{"type":"bandwidth","ingressRate":1000,"ingressBurst":1000}]}`,
+			LinkConf{BridgeConf: BridgeConf{Bridge: "migration-br", VLAN: 100}}, ""},
+		{"a list's main plugin judged as itself", `{"plugins":[{"type":"macvlan","master":"ens5","mode":"source"},{"type":"tuning"}]}`, LinkConf{}, `unknown macvlan mode: "source"`},
+		{"a list whose 2nd plugin has no type", `{"plugins":[{"type":"bridge"},{"mtu":1300}]}`, LinkConf{}, "spec.config.plugins[1].type: missing"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -332,7 +332,8 @@ func (r *Multus) del(ctx context.Context, sb *sandbox, a attachment) error {
 	return err
 }
 
-// allocate runs the NAD's bridge or macvlan plugin ADD (ParseLinkConf: a VLAN outside 0–4094 fails it
+// allocate runs the NAD's bridge, macvlan or ipvlan plugin ADD, alone or first of a plugin list
+// (ParseLinkConf: a VLAN outside 0–4094 fails it
 // before any address is taken, as loadNetConf runs before IPAM) and asks whereabouts for an
 // address of its range for the pod's interface.
 func (r *Multus) allocate(ctx context.Context, pod *corev1.Pod, namespace, name, containerID, ifName string) (Link, WhereaboutsRange, error) {

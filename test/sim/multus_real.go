@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -20,7 +19,8 @@ import (
 const vlanUnsupported = "operation not supported"
 
 // realAttach attaches the sandbox to the NAD namespace/name with the real plugins, as Multus runs
-// a delegate: the NAD's spec.config, CNI ADD in the node's namespace. A failed ADD is undone with
+// a delegate: the NAD's spec.config, one plugin or a plugin list (nodenet.Plugins), CNI ADD in the
+// node's namespace. A failed ADD is undone with
 // a DEL of the same delegate (Multus' delegate cleanup) and returned as the plugin said it.
 //
 // A tagged config passes the real plugin's own parsing (an invalid VLAN fails there, with its
@@ -38,7 +38,7 @@ func (r *Multus) realAttach(ctx context.Context, sb *sandbox, namespace, name, i
 	network, config := namespace+"/"+name, nad.Spec.Config
 	res, err := r.realADD(ctx, sb, network, ifName, config)
 	tagged := false
-	if br, perr := ParseBridgeConf(config); err != nil && perr == nil && br.VLAN != 0 && strings.Contains(err.Error(), vlanUnsupported) {
+	if lc, perr := ParseLinkConf(config); err != nil && perr == nil && lc.VLAN != 0 && strings.Contains(err.Error(), vlanUnsupported) {
 		untagged, uerr := withoutVLAN(config)
 		if uerr != nil {
 			return attachment{}, uerr
@@ -62,29 +62,13 @@ func (r *Multus) realAttach(ctx context.Context, sb *sandbox, namespace, name, i
 	return attachment{ifName: ifName, link: link, network: network, config: config}, nil
 }
 
-// realADD is one CNI ADD; a failure is undone with a DEL of the same delegate.
+// realADD is one CNI ADD of the network, a plugin or a plugin list; a failure is undone with a
+// DEL of the same delegate (nodenet.Plugins.Attach).
 func (r *Multus) realADD(ctx context.Context, sb *sandbox, network, ifName, config string) (*nodenet.Result, error) {
-	res, err := r.Nodes.Plugins.Run(ctx, realRequest("ADD", sb, network, ifName, config))
-	if err != nil {
-		if _, derr := r.Nodes.Plugins.Run(ctx, realRequest("DEL", sb, network, ifName, config)); derr != nil {
-			err = fmt.Errorf("%w; and while cleaning up: %v", err, derr)
-		}
-	}
-	return res, err
+	return r.Nodes.Plugins.Attach(ctx, realRequest("ADD", sb, network, ifName, config))
 }
 
 func realRequest(cmd string, sb *sandbox, network, ifName, config string) nodenet.Request {
 	return nodenet.Request{Command: cmd, Host: sb.host, Sandbox: sb.netns, ContainerID: sb.containerID, IfName: ifName,
 		PodNamespace: sb.pod.Namespace, PodName: sb.pod.Name, PodUID: string(sb.uid), NetworkName: network, Config: config}
-}
-
-// withoutVLAN is config with its "vlan" removed.
-func withoutVLAN(config string) (string, error) {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(config), &m); err != nil {
-		return "", err
-	}
-	delete(m, "vlan")
-	b, err := json.Marshal(m)
-	return string(b), err
 }

@@ -58,7 +58,10 @@ type ProbeAgents struct {
 	images     map[string]string    // see Image
 	unmeasured map[types.UID]string // agent pod → the network its NotMeasured report names
 	procs      map[types.UID]*agentProc
-	held       map[string]bool // nodes whose agent is kept down (Hold)
+	held       map[string]bool   // nodes whose agent is kept down (Hold)
+	restarts   map[string]int    // per node, the agents restarted by their liveness probe
+	why        map[string]string // per node, why its liveness probe last restarted it
+	hangable   map[string]bool   // nodes whose agent runs where its rounds can be hung (Hangable)
 }
 
 type agentProc struct {
@@ -219,7 +222,7 @@ func (a *ProbeAgents) start(ctx context.Context, pod *corev1.Pod) (*agentProc, e
 	if b, ok := a.images[c.Image]; ok {
 		binary = b
 	}
-	cmd := exec.Command(binary, args...)
+	cmd := a.hangCommand(pod.Spec.NodeName, binary, args)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "NODE_NAME="+pod.Spec.NodeName, "POD_NAMESPACE="+pod.Namespace)
 	log, err := os.OpenFile(filepath.Join(a.Dir, "probe-"+pod.Spec.NodeName+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -238,6 +241,9 @@ func (a *ProbeAgents) start(ctx context.Context, pod *corev1.Pod) (*agentProc, e
 		close(p.done)
 	}()
 	go a.probeReadiness(pod, port, p)
+	if l, ok := livenessOf(c); ok {
+		go l.watch(fmt.Sprintf("http://127.0.0.1:%d", port), p.done, func(why string) { a.restart(p, why) })
+	}
 	return p, nil
 }
 
@@ -305,6 +311,44 @@ func (a *ProbeAgents) Hold(ctx context.Context, node string, held bool) error {
 		p.kill()
 	}
 	return ctx.Err()
+}
+
+// restart kills p as the kubelet kills a container whose liveness probe failed (SIGTERM, then
+// SIGKILL, which also ends a stopped process); Reconcile starts the pod's process again.
+func (a *ProbeAgents) restart(p *agentProc, why string) {
+	if f, err := os.OpenFile(filepath.Join(a.Dir, "probe-"+p.node+".log"), os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		_, _ = fmt.Fprintf(f, "sim-probe-kubelet: restarting the agent: %s\n", why)
+		f.Close()
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	a.unhang(p.node)
+	a.mu.Lock()
+	if a.restarts == nil {
+		a.restarts, a.why = map[string]int{}, map[string]string{}
+	}
+	a.restarts[p.node]++
+	a.why[p.node] = why
+	a.mu.Unlock()
+}
+
+// RestartReason is why the liveness probe last restarted the agent on node ("" before any).
+func (a *ProbeAgents) RestartReason(node string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.why[node]
+}
+
+// Restarts is how many times the agent on node was restarted by its liveness probe.
+func (a *ProbeAgents) Restarts(node string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.restarts[node]
 }
 
 func (p *agentProc) exited() bool {

@@ -68,14 +68,19 @@ func (p StreamPlan) NextRound(sent int64, d time.Duration, hold, stopped bool) (
 // address, a port per proxy key, as the patched migration proxy binds them; upstream v1.8.4 binds
 // every address) count what arrives; the source dials from its migration0 address and sends the
 // rounds of the plan, paced to the cap; the source's Monitor looks at the bytes left every
-// MonitorSleepPeriod and aborts, switches or pauses as KubeVirt's does. Plain TCP: the patched
-// proxy pair (vendor-patches) is not in the path.
+// MonitorSleepPeriod and aborts, switches or pauses as KubeVirt's does. Plain TCP (ListenStream,
+// Start), or through the patched migration proxy pair (ListenStreamVia, StartVia; via.go): then the
+// stand-in's "QEMU" ends talk to the two nodes' proxies over unix sockets, as QEMU and libvirt talk
+// to virt-handler's, and the proxies carry the stream between the migration0 addresses. The memory
+// carries a known content (memory.go), checked as it arrives: a byte changed on the way fails the
+// migration.
 type Stream struct {
 	plan StreamPlan
 	vmi  types.UID // the VMI migrating
 
 	listeners []net.Listener
 	ports     map[string]int
+	via       *streamVia // the proxy pair, nil for plain TCP
 
 	delivered atomic.Int64 // bytes of memory that crossed (the target's count)
 	sent      atomic.Int64 // bytes written by the source
@@ -110,6 +115,11 @@ type StreamReport struct {
 	Delivered, Sent int64
 	// Took is the time from the start to the end (so far, while it runs).
 	Took time.Duration
+	// Via says the stream crossed the patched proxy pair; ProxyBytes is then both proxies'
+	// kubevirt_vmi_migration_proxy_transferred_bytes_total of the migration per
+	// "side/direction/port_key", read as the stream closed (empty before).
+	Via        bool
+	ProxyBytes map[string]float64
 }
 
 // ListenStream opens the target's listeners in sandbox ns on addr, one per key (0 and
@@ -160,6 +170,12 @@ func (s *Stream) accept(ln net.Listener, memory bool) {
 			buf := make([]byte, 256<<10)
 			for {
 				n, err := c.Read(buf)
+				if off := s.delivered.Load(); n > 0 {
+					if bad := firstDifference(off, buf[:n]); bad >= 0 {
+						s.finish(fmt.Sprintf("%sthe target's QEMU could not load the migration stream: byte %d arrived altered", failedPrefix, bad))
+						return
+					}
+				}
 				s.delivered.Add(int64(n))
 				if err != nil {
 					return
@@ -178,11 +194,25 @@ func (s *Stream) Start(ns nodenet.NS, src, target netip.Addr, plan StreamPlan, o
 	if s.started || s.closed {
 		return
 	}
+	s.startLocked(plan, opts, dataGB, func(ctx context.Context, key int) (net.Conn, error) {
+		return nodenet.DialIn(ctx, ns, src, net.JoinHostPort(target.String(), s.port(key)), 0)
+	})
+}
+
+// startLocked starts the sender, which dials each key with dial, and the monitor. s.mu held.
+func (s *Stream) startLocked(plan StreamPlan, opts MigrationOptions, dataGB int64, dial func(ctx context.Context, key int) (net.Conn, error)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.started, s.cancel, s.plan, s.began = true, cancel, plan, time.Now()
 	s.target.Store(plan.Memory)
-	go s.run(ctx, ns, src, target)
+	go s.run(ctx, dial)
 	go s.monitor(ctx, NewMonitor(opts, dataGB, time.Now()))
+}
+
+// Plan is what the stream sends (zero before Start).
+func (s *Stream) Plan() StreamPlan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.plan
 }
 
 // SetHold holds the migration (HandlerHoldAnnotation) or lets it converge.
@@ -200,7 +230,10 @@ func (s *Stream) Report() StreamReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := StreamReport{Started: s.started, Connected: s.connected, Done: s.done, Failure: s.failure, Mode: s.mode,
-		Delivered: s.delivered.Load(), Sent: s.sent.Load()}
+		Delivered: s.delivered.Load(), Sent: s.sent.Load(), Via: s.via != nil}
+	if s.via != nil {
+		r.ProxyBytes = s.via.final
+	}
 	if s.started {
 		r.Took = time.Since(s.began)
 		if !s.endedAt.IsZero() {
@@ -236,14 +269,27 @@ func (s *Stream) Abort() bool {
 	return true
 }
 
-// Close ends the stream and closes the target's listeners (finalCleanup, StopTargetListener).
+// Close ends the stream and closes the target's listeners (finalCleanup, StopTargetListener);
+// through the proxy pair, it records the proxies' byte counts, then stops both nodes' listeners of
+// the migration (StopSourceListener, StopTargetListener), which drops their metric series.
 func (s *Stream) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
 	s.closed = true
 	s.stopLocked()
 	for _, ln := range s.listeners {
 		ln.Close()
+	}
+	via := s.via
+	s.mu.Unlock()
+	if via != nil {
+		final := via.stop()
+		s.mu.Lock()
+		via.final = final
+		s.mu.Unlock()
 	}
 }
 
@@ -272,21 +318,20 @@ func (s *Stream) finish(reason string) {
 	s.endOnce.Do(func() { s.endedAt = time.Now(); close(s.ended) })
 }
 
+// failedPrefix starts the failure reason of a migration libvirt's MigrateToURI3 returned with an
+// error ("Live migration failed %v", startMonitor in live-migration-source.go).
+const failedPrefix = "Live migration failed error encountered during MigrateToURI3 libvirt api call: "
+
 // run dials and sends the rounds. A dial or write that fails ends the migration as libvirt's
-// MigrateToURI3 returns it ("Live migration failed %v", startMonitor).
-func (s *Stream) run(ctx context.Context, ns nodenet.NS, src, host netip.Addr) {
+// MigrateToURI3 returns it, and so does the memory connection closed under the sender (a proxy or
+// the target gone mid-stream).
+func (s *Stream) run(ctx context.Context, dial func(ctx context.Context, key int) (net.Conn, error)) {
 	conns := map[int]net.Conn{}
 	for _, key := range []int{ProxyKeyLibvirt, ProxyKeyDirectMigration} {
-		port := ""
-		for p, k := range s.ports {
-			if k == key {
-				port = p
-			}
-		}
-		c, err := nodenet.DialIn(ctx, ns, src, net.JoinHostPort(host.String(), port), 0)
+		c, err := dial(ctx, key)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.finish(fmt.Sprintf("Live migration failed error encountered during MigrateToURI3 libvirt api call: %v", err))
+				s.finish(failedPrefix + err.Error())
 			}
 			return
 		}
@@ -295,33 +340,55 @@ func (s *Stream) run(ctx context.Context, ns nodenet.NS, src, host netip.Addr) {
 		s.mu.Unlock()
 		conns[key] = c
 	}
+	go func() {
+		// Nothing comes back on the memory connection but its end: one before every round
+		// arrived breaks the migration.
+		_, err := io.Copy(io.Discard, conns[ProxyKeyDirectMigration])
+		if ctx.Err() == nil {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			s.finish(failedPrefix + "the migration connection closed: " + err.Error())
+		}
+	}()
 	if err := s.send(ctx, conns[ProxyKeyDirectMigration]); err != nil {
 		if ctx.Err() == nil {
-			s.finish(fmt.Sprintf("Live migration failed error encountered during MigrateToURI3 libvirt api call: %v", err))
+			s.finish(failedPrefix + err.Error())
 		}
 		return
 	}
 	s.finish("")
 }
 
+// port is the target's listener port of proxy key, "" when none.
+func (s *Stream) port(key int) string {
+	for p, k := range s.ports {
+		if k == key {
+			return p
+		}
+	}
+	return ""
+}
+
 // send writes the rounds on c, each paced to the cap, and waits for each to arrive whole before
 // the next is decided.
 func (s *Stream) send(ctx context.Context, c net.Conn) error {
-	buf := make([]byte, 256<<10)
+	const chunk = 256 << 10
 	start := time.Now()
 	round, last := s.plan.Memory, false
 	for {
 		roundStart := time.Now()
 		target := s.target.Load()
 		for w := s.sent.Load(); w < target; w = s.sent.Load() {
-			n := min(int64(len(buf)), target-w)
+			buf := memoryAt(w, min(chunk, target-w))
+			n := int64(len(buf))
 			if bw := s.plan.Bandwidth; bw > 0 {
 				due := start.Add(time.Duration(float64(w+n) / float64(bw) * float64(time.Second)))
 				if err := sleepCtx(ctx, time.Until(due)); err != nil {
 					return err
 				}
 			}
-			m, err := c.Write(buf[:n])
+			m, err := c.Write(buf)
 			s.sent.Add(int64(m))
 			if err != nil {
 				return err

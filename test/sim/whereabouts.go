@@ -46,7 +46,8 @@ type WhereaboutsRange struct {
 	excludes []netip.Prefix
 }
 
-// ParseWhereaboutsRange reads the ipam part of a NAD's CNI config. Only a single "range" CIDR is
+// ParseWhereaboutsRange reads the ipam part of a NAD's CNI config (of a plugin list: its first
+// plugin's, the one that makes the interface and delegates IPAM). Only a single "range" CIDR is
 // simulated (no range_start/range_end, ipRanges or node slices: migranet renders none of them).
 func ParseWhereaboutsRange(config string) (WhereaboutsRange, error) {
 	var cfg struct {
@@ -57,7 +58,11 @@ func ParseWhereaboutsRange(config string) (WhereaboutsRange, error) {
 			NetworkName string   `json:"network_name"`
 		} `json:"ipam"`
 	}
-	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+	chain, err := readChain(config) // a list's IPAM is its first plugin's
+	if err != nil {
+		return WhereaboutsRange{}, fmt.Errorf("invalid CNI config: %v", err)
+	}
+	if err := json.Unmarshal([]byte(chain.main), &cfg); err != nil {
 		return WhereaboutsRange{}, fmt.Errorf("invalid CNI config: %v", err)
 	}
 	if cfg.IPAM.Type != "whereabouts" {

@@ -17,6 +17,8 @@ func TestPoolName(t *testing.T) {
 		{`{"ipam":{"type":"whereabouts","range":"192.168.100.7/24"}}`, "192.168.100.0-24"},
 		{`{"ipam":{"type":"whereabouts","range":"10.88.0.0/29","network_name":"mig"}}`, "mig-10.88.0.0-29"},
 		{`{"ipam":{"type":"whereabouts","range":"fd00:10::/64"}}`, "fd00-10---64"},
+		// A plugin list: the IPAM of the plugin that makes the interface.
+		{`{"cniVersion":"1.0.0","plugins":[{"type":"ipvlan","master":"ens5","ipam":{"type":"whereabouts","range":"10.89.0.0/28"}},{"type":"tuning"}]}`, "10.89.0.0-28"},
 	}
 	for _, tc := range cases {
 		r, err := ParseWhereaboutsRange(tc.config)

@@ -79,19 +79,25 @@ build_kubevirt() {
   log "KubeVirt built in $((SECONDS - start)) s"
 }
 
-# build_cni builds the bridge and macvlan plugins and whereabouts from the throwaway module in
-# test/tools/cni (whereabouts' go.mod has a replace directive, so `go install pkg@version` refuses
-# it). A cache without one of them (macvlan came later) is rebuilt whole.
+# build_cni builds the bridge, macvlan and ipvlan plugins, the tuning and bandwidth meta plugins
+# (chained after them in plugin lists) and whereabouts from the throwaway module in test/tools/cni
+# (whereabouts' go.mod has a replace directive, so `go install pkg@version` refuses it). A cache
+# without one of them (macvlan, ipvlan, tuning and bandwidth came later) is rebuilt whole.
+cni_plugins=(main/bridge main/macvlan main/ipvlan meta/tuning meta/bandwidth)
 build_cni() {
-  [ -x "$cnidir/bridge" ] && [ -x "$cnidir/macvlan" ] && [ -x "$cnidir/whereabouts" ] && return 0
-  log "building the CNI bridge and macvlan plugins $CNI_PLUGINS_VERSION and whereabouts $WHEREABOUTS_VERSION into $cnidir (cold on 2 cores: about 1 minute)"
+  local p missing=0
+  for p in "${cni_plugins[@]}" whereabouts; do [ -x "$cnidir/${p#*/}" ] || missing=1; done
+  [ "$missing" = 0 ] && return 0
+  log "building the CNI plugins ${cni_plugins[*]} $CNI_PLUGINS_VERSION and whereabouts $WHEREABOUTS_VERSION into $cnidir (cold on 2 cores: about 1 minute)"
   local start=$SECONDS tmp
   tmp=$(mktemp -d "$cache/.cni.XXXX")
-  (cd "$here/cni" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/bridge" github.com/containernetworking/plugins/plugins/main/bridge \
-    && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/macvlan" github.com/containernetworking/plugins/plugins/main/macvlan \
+  (cd "$here/cni" \
+    && for p in "${cni_plugins[@]}"; do
+         CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/${p#*/}" "github.com/containernetworking/plugins/plugins/$p" || exit 1
+       done \
     && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/whereabouts" github.com/k8snetworkplumbingwg/whereabouts/cmd) \
     || { log "CNI plugin build failed"; exit 1; }
-  mkdir -p "$cnidir" && mv "$tmp"/* "$cnidir"/ && rmdir "$tmp"
+  mkdir -p "$cnidir" && mv -f "$tmp"/* "$cnidir"/ && rmdir "$tmp"
   log "CNI plugins built in $((SECONDS - start)) s"
 }
 

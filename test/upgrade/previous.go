@@ -148,25 +148,57 @@ type Build struct{ Binary, Manifests, Version string }
 
 // BuildAt builds commit's cmd/migranet (the work tree's when commit is "") into dir, stamped with
 // version the way `make build` stamps a release, and returns it with commit's manifests folder.
-// A commit is extracted with git archive and built with its own go.mod.
+// A commit is extracted with git archive and built with its own go.mod. The build is kept between
+// runs (cluster.KeptBuild): a commit's source is extracted once, and go build links again only
+// when a source (or the toolchain) changed.
 func BuildAt(ctx context.Context, commit, dir, version string) (Build, error) {
-	src := cluster.RepoRoot()
+	b := Build{Binary: filepath.Join(dir, "migranet"), Manifests: filepath.Join(cluster.RepoRoot(), "manifests"), Version: version}
+	what, hash := "release-worktree-"+version, ""
 	if commit != "" {
-		src = filepath.Join(dir, "src")
-		if err := os.MkdirAll(src, 0o755); err != nil {
+		var err error
+		if hash, err = git(ctx, "rev-parse", commit+"^{commit}"); err != nil {
 			return Build{}, err
 		}
-		archive := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", cluster.RepoRoot(), commit, src)
-		if out, err := archive.CombinedOutput(); err != nil {
-			return Build{}, fmt.Errorf("git archive %s: %v: %s", commit, err, out)
+		what = "release-" + hash[:12] + "-" + version
+	}
+	err := cluster.KeptBuild(what, "migranet", b.Binary, func(kept string) error {
+		src := cluster.RepoRoot()
+		if commit != "" {
+			src = filepath.Join(kept, "src")
+			if err := extract(ctx, hash, src); err != nil {
+				return err
+			}
+			b.Manifests = filepath.Join(src, "manifests")
 		}
+		stamp := "-X main.releaseVersion=" + version + " -X main.releaseCommit=" + commit
+		cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", stamp, "-o", filepath.Join(kept, "migranet"), "./cmd/migranet")
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/migranet at %q: %v\n%s", commit, err, out)
+		}
+		return nil
+	})
+	return b, err
+}
+
+// extract writes commit's tree into src (git archive) unless an earlier run did.
+func extract(ctx context.Context, commit, src string) error {
+	if _, err := os.Stat(filepath.Join(src, "go.mod")); err == nil {
+		return nil
 	}
-	b := Build{Binary: filepath.Join(dir, "migranet"), Manifests: filepath.Join(src, "manifests"), Version: version}
-	stamp := "-X main.releaseVersion=" + version + " -X main.releaseCommit=" + commit
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", stamp, "-o", b.Binary, "./cmd/migranet")
-	cmd.Dir = src
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return Build{}, fmt.Errorf("go build ./cmd/migranet at %q: %v\n%s", commit, err, out)
+	tmp := src + ".partial"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
 	}
-	return b, nil
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	archive := exec.CommandContext(ctx, "sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", cluster.RepoRoot(), commit, tmp)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return fmt.Errorf("git archive %s: %v: %s", commit, err, out)
+	}
+	if err := os.RemoveAll(src); err != nil {
+		return err
+	}
+	return os.Rename(tmp, src)
 }

@@ -64,7 +64,7 @@ func named(u *unstructured.Unstructured) string {
 // kubectl runs the real kubectl against the local control plane with manifest on stdin.
 func kubectl(ctx context.Context, manifest []byte, args ...string) (string, error) {
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, c.Binaries.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd := exec.CommandContext(ctx, f.Binaries.Kubectl, append([]string{"--kubeconfig", f.Kubeconfig}, args...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(manifest), &out, &out
 	err := cmd.Run()
 	return out.String(), err
@@ -79,7 +79,7 @@ func apply(ctx context.Context, manifest []byte) (string, error) {
 func live(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(u.GroupVersionKind())
-	return got, c.Client.Get(ctx, client.ObjectKeyFromObject(u), got)
+	return got, f.Client.Get(ctx, client.ObjectKeyFromObject(u), got)
 }
 
 // setting is one of the two settings as the previous release's manager leaves it: a value and a
@@ -119,7 +119,7 @@ func rolledOut(ctx context.Context, g Gomega, u *unstructured.Unstructured, imag
 	switch u.GetKind() {
 	case "Deployment":
 		d := &appsv1.Deployment{}
-		g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(u), d)).To(Succeed())
+		g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(u), d)).To(Succeed())
 		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
 		g.Expect(d.Status.UpdatedReplicas).To(Equal(*d.Spec.Replicas), "conditions %+v", d.Status.Conditions)
 		g.Expect(d.Status.AvailableReplicas).To(Equal(*d.Spec.Replicas))
@@ -127,7 +127,7 @@ func rolledOut(ctx context.Context, g Gomega, u *unstructured.Unstructured, imag
 		selector = d.Spec.Selector.MatchLabels
 	case "DaemonSet":
 		d := &appsv1.DaemonSet{}
-		g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(u), d)).To(Succeed())
+		g.Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(u), d)).To(Succeed())
 		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
 		g.Expect(d.Status.DesiredNumberScheduled).To(BeNumerically(">", 0), "conditions %+v", d.Status.Conditions)
 		g.Expect(d.Status.UpdatedNumberScheduled).To(Equal(d.Status.DesiredNumberScheduled))
@@ -135,7 +135,7 @@ func rolledOut(ctx context.Context, g Gomega, u *unstructured.Unstructured, imag
 		selector = d.Spec.Selector.MatchLabels
 	}
 	pods := &corev1.PodList{}
-	g.Expect(c.Client.List(ctx, pods, client.InNamespace(u.GetNamespace()), client.MatchingLabels(selector))).To(Succeed())
+	g.Expect(f.Client.List(ctx, pods, client.InNamespace(u.GetNamespace()), client.MatchingLabels(selector))).To(Succeed())
 	g.Expect(pods.Items).NotTo(BeEmpty())
 	for _, p := range pods.Items {
 		g.Expect(p.Spec.Containers[0].Image).To(Equal(image), "pod %s", p.Name)
@@ -157,13 +157,13 @@ var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailu
 
 	BeforeAll(func(ctx context.Context) {
 		var err error
-		prev, err = PreviousRelease(ctx, c.Binaries.Kubectl)
+		prev, err = PreviousRelease(ctx, f.Binaries.Kubectl)
 		Expect(err).NotTo(HaveOccurred())
 		AddReportEntry("upgrading from", prev.Why)
 		fmt.Fprintf(GinkgoWriter, "upgrading from %s\n", prev.Why)
-		oldYAML, err = RenderAt(ctx, c.Binaries.Kubectl, prev.Commit, previousImage)
+		oldYAML, err = RenderAt(ctx, f.Binaries.Kubectl, prev.Commit, previousImage)
 		Expect(err).NotTo(HaveOccurred())
-		newYAML, err = RenderAt(ctx, c.Binaries.Kubectl, "", currentImage)
+		newYAML, err = RenderAt(ctx, f.Binaries.Kubectl, "", currentImage)
 		Expect(err).NotTo(HaveOccurred())
 		oldObjs, err = decode(oldYAML)
 		Expect(err).NotTo(HaveOccurred())
@@ -182,13 +182,13 @@ var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailu
 		out, err := apply(ctx, crds)
 		Expect(err).NotTo(HaveOccurred(), out)
 		for i, s := range settings {
-			Eventually(func() error { return c.Client.Create(ctx, s.DeepCopy()) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+			Eventually(func() error { return f.Client.Create(ctx, s.DeepCopy()) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 			got := setting(s.GetName(), "")
-			Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(s), got)).To(Succeed())
+			Expect(f.Client.Get(ctx, client.ObjectKeyFromObject(s), got)).To(Succeed())
 			got.Object["status"] = settingStatus(fmt.Sprintf("status %d", i))
-			Expect(c.Client.Status().Update(ctx, got)).To(Succeed())
+			Expect(f.Client.Status().Update(ctx, got)).To(Succeed())
 		}
-		Eventually(func() error { return c.Client.Create(ctx, pathReport()) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func() error { return f.Client.Create(ctx, pathReport()) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("installing the previous release as the README says, and letting it roll out")
 		out, err = apply(ctx, oldYAML)
@@ -264,7 +264,7 @@ var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailu
 		vcfgs.SetAPIVersion("admissionregistration.k8s.io/v1")
 		for _, kind := range []string{"ValidatingWebhookConfigurationList", "MutatingWebhookConfigurationList"} {
 			vcfgs.SetKind(kind)
-			Expect(c.Client.List(ctx, vcfgs)).To(Succeed())
+			Expect(f.Client.List(ctx, vcfgs)).To(Succeed())
 			for _, cfg := range vcfgs.Items {
 				list, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
 				for _, h := range list {
@@ -279,12 +279,12 @@ var _ = Describe("upgrading from the previous release", Ordered, ContinueOnFailu
 		var workloads []string
 		for _, ns := range []string{"migranet-system", "migranet-probe"} {
 			deps := &appsv1.DeploymentList{}
-			Expect(c.Client.List(ctx, deps, client.InNamespace(ns))).To(Succeed())
+			Expect(f.Client.List(ctx, deps, client.InNamespace(ns))).To(Succeed())
 			for _, d := range deps.Items {
 				workloads = append(workloads, "Deployment "+ns+"/"+d.Name)
 			}
 			dss := &appsv1.DaemonSetList{}
-			Expect(c.Client.List(ctx, dss, client.InNamespace(ns))).To(Succeed())
+			Expect(f.Client.List(ctx, dss, client.InNamespace(ns))).To(Succeed())
 			for _, d := range dss.Items {
 				workloads = append(workloads, "DaemonSet "+ns+"/"+d.Name)
 			}

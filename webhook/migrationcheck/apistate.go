@@ -12,6 +12,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -21,7 +22,7 @@ import (
 type APIState struct {
 	Reader            client.Reader
 	KubeVirtNamespace string
-	Snapshot          *settings.Snapshot
+	Snapshot          *health.Snapshot
 }
 
 // VMI implements State.
@@ -102,12 +103,16 @@ func (a *APIState) Pods(ctx context.Context) (PodView, error) {
 }
 
 // Network implements State.
-func (a *APIState) Network() *settings.Snapshot { return a.Snapshot }
+func (a *APIState) Network() *health.Snapshot { return a.Snapshot }
+
+// Traffic implements State: preflight counts no migrations (it says where a migration may go,
+// not where the steering would prefer it).
+func (a *APIState) Traffic(context.Context) (*Traffic, error) { return nil, nil }
 
 // Paths implements State: the PathReports listed from the API server, judged for the NAD the
 // Snapshot names (in KubeVirtNamespace, as the agents name it: namespace/name). Reports that
 // cannot be read (no CRD, no permission) are no health data: nil.
-func (a *APIState) Paths(ctx context.Context) *settings.PathHealth {
+func (a *APIState) Paths(ctx context.Context) *health.PathHealth {
 	if a.Snapshot == nil || a.Snapshot.Network == "" {
 		return nil
 	}
@@ -126,7 +131,7 @@ func (a *APIState) Paths(ctx context.Context) *settings.PathHealth {
 		for i := range pods.Items {
 			handlers[i] = &pods.Items[i]
 		}
-		reports = settings.CurrentReports(reports, settings.VirtHandlerUIDs(handlers))
+		reports = health.CurrentReports(reports, health.VirtHandlerUIDs(handlers))
 	}
-	return settings.Paths(settings.NADRef(a.KubeVirtNamespace, a.Snapshot.Network), reports)
+	return health.Paths(settings.NADRef(a.KubeVirtNamespace, a.Snapshot.Network), reports)
 }

@@ -14,7 +14,10 @@
 //   - The target pod render (targetpod/), following KubeVirt v1.8.4's virt-controller.
 //   - Preflight (preflight.go): the same rules rule by rule and node by node.
 //   - The steering of target pods (steer.go): the node affinity a migration's target pod gets,
-//     from the same path answer and target search as the rules.
+//     from the same path answer and target search as the rules; with a migration budget, the
+//     migrations streaming into and out of each node (traffic.go, counted from the informers
+//     once per event that can change them) and the nodes at their inbound limit
+//     (budget_steer.go), preferred against.
 //
 // checktest/ holds the fixtures its tests and the webhook's share.
 package migrationcheck

@@ -3,10 +3,9 @@ package migrationcheck
 import (
 	"context"
 
+	"github.com/migranet/migranet/settings/health"
 	toolscache "k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/migranet/migranet/settings"
 )
 
 // WorstCaseState is make bench's hard case (worstCase) as the webhook's Informers hold it: the
@@ -37,6 +36,6 @@ func WorstCaseState() (State, *kubevirtv1.VirtualMachineInstanceMigration, *kube
 	sv := &informed[SettingsView]{derive: func(context.Context) (*SettingsView, error) { return &SettingsView{Hash: testHash}, nil }}
 	sv.dirty.Store(true)
 	st := &Informers{lookup: &lookup{vmis: vmis, vmims: vmims}, nodes: nodes, kubeVirt: kv, settings: sv, pods: in.Pods,
-		network: settings.NewStore(&snap)}
+		network: health.NewStore(&snap)}
 	return st, in.VMIM.DeepCopy(), inflight.DeepCopy()
 }

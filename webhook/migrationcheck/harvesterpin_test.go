@@ -59,7 +59,7 @@ func TestHarvesterPinDenial(t *testing.T) {
 			want:  "pins the target to kubernetes.io/hostname=node-2, one node, and no node carries that label" + preflight},
 		{name: "its migration path from the source fails (pathHealthy)", node2: hostNode("node-2"),
 			modify: func(in *CreateInput) {
-				in.Paths, in.Now = health(report("node-0", failing("node-2", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"), report("node-3"), report("node-4")), checktest.Now
+				in.Paths, in.Now = healthOf(report("node-0", failing("node-2", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"), report("node-3"), report("node-4")), checktest.Now
 			},
 			want: "migranet pathHealthy: no target with a healthy migration path from node-0: node-2: 9000-byte frames from node-0 to node-2 do not arrive" +
 				" (largest that crossed: 1500); check the uplink MTU of both nodes and of the switch ports between them (kubectl get pathreports node-0 -o yaml)" +

@@ -37,6 +37,17 @@ func newInformed[T any](ctx context.Context, c cache.Cache, obj client.Object, d
 	return i, nil
 }
 
+// newDerived is an informed value marked stale by calling its mark function (the caller wires the
+// events that matter), not by every event of one informer.
+func newDerived[T any](derive func(ctx context.Context) (*T, error)) *informed[T] {
+	i := &informed[T]{derive: derive}
+	i.dirty.Store(true)
+	return i
+}
+
+// mark says the value must be derived again before its next read.
+func (i *informed[T]) mark() { i.dirty.Store(true) }
+
 // get returns the value, deriving it again after an event; a failed derivation is returned as an
 // error and retried on the next read.
 // Until the first derivation has stored a value, every reader takes the lock: a reader that saw

@@ -10,6 +10,7 @@ import (
 
 	"github.com/migranet/migranet/settings"
 	"github.com/migranet/migranet/settings/clusterread"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -23,15 +24,20 @@ type Informers struct {
 	kubeVirt *informed[inForce]
 	settings *informed[SettingsView]
 	pods     PodView
-	network  *settings.Store
-	paths    *settings.PathStore
+	network  *health.Store
+	paths    *health.PathStore
+	// traffic is the migrations into and out of each node, counted again after an event that can
+	// change it; nil without a pod cache.
+	traffic *informed[Traffic]
+	// policy, when set, replaces the migration policy read from the settings (WithPolicy).
+	policy *settings.MigrationPolicy
 }
 
 // NewInformers starts, with the manager's cache c, the informers admission reads and derives its
 // State from them. pods is the pod cache the feasibleTarget rule reads room from (nil: room is
 // not judged); network is the network controller's readiness store; paths the probe agents' path
 // health (nil: paths are not judged).
-func NewInformers(ctx context.Context, c cache.Cache, kubevirtNamespace string, pods *PodCache, network *settings.Store, paths *settings.PathStore) (*Informers, error) {
+func NewInformers(ctx context.Context, c cache.Cache, kubevirtNamespace string, pods *PodCache, network *health.Store, paths *health.PathStore) (*Informers, error) {
 	// Start the informers admission reads with the manager, not on the first request.
 	for _, obj := range []client.Object{&kubevirtv1.VirtualMachineInstance{}, &corev1.Node{}, &kubevirtv1.KubeVirt{}, &v1beta1.Setting{}} {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
@@ -59,8 +65,37 @@ func NewInformers(ctx context.Context, c cache.Cache, kubevirtNamespace string, 
 	}
 	if pods != nil {
 		st.pods = pods
+		st.traffic = newDerived(func(context.Context) (*Traffic, error) {
+			return CountTraffic(st.lookup.unfinished(), func(ns, name string) *kubevirtv1.VirtualMachineInstance {
+				v, _ := st.lookup.vmi(ns, name)
+				return v
+			}, pods.MigrationTargets), nil
+		})
+		if err := st.lookup.onTrafficEvent(st.traffic.mark); err != nil {
+			return nil, err
+		}
+		if err := pods.OnTargetPodEvent(ctx, st.traffic.mark); err != nil {
+			return nil, err
+		}
 	}
 	return st, nil
+}
+
+// Traffic implements State: the migrations into and out of each node, nil without a pod cache.
+func (s *Informers) Traffic(ctx context.Context) (*Traffic, error) {
+	if s.traffic == nil {
+		return nil, nil
+	}
+	return s.traffic.get(ctx)
+}
+
+// WithPolicy returns s reading policy instead of the migration-policy setting's: the same
+// informers and derived state, shared (make bench serves the steering with and without a budget
+// from one cache).
+func (s *Informers) WithPolicy(policy *settings.MigrationPolicy) *Informers {
+	c := *s
+	c.policy = policy
+	return &c
 }
 
 // VMI implements State.
@@ -86,7 +121,15 @@ func (s *Informers) KubeVirt(ctx context.Context) (*kubevirtv1.KubeVirt, error) 
 }
 
 // Settings implements State.
-func (s *Informers) Settings(ctx context.Context) (*SettingsView, error) { return s.settings.get(ctx) }
+func (s *Informers) Settings(ctx context.Context) (*SettingsView, error) {
+	v, err := s.settings.get(ctx)
+	if err != nil || s.policy == nil {
+		return v, err
+	}
+	c := *v
+	c.Policy = s.policy
+	return &c, nil
+}
 
 // Nodes implements State.
 func (s *Informers) Nodes(context.Context) (*NodeSet, error) { return s.nodes.load(), nil }
@@ -95,18 +138,18 @@ func (s *Informers) Nodes(context.Context) (*NodeSet, error) { return s.nodes.lo
 func (s *Informers) Pods(context.Context) (PodView, error) { return s.pods, nil }
 
 // Network implements State.
-func (s *Informers) Network() *settings.Snapshot { return s.network.Load() }
+func (s *Informers) Network() *health.Snapshot { return s.network.Load() }
 
 // WithPaths returns s reading path health from paths instead: the same informers and derived
 // state, shared (make bench serves the hard case with and without probe results from one cache).
-func (s *Informers) WithPaths(paths *settings.PathStore) *Informers {
+func (s *Informers) WithPaths(paths *health.PathStore) *Informers {
 	c := *s
 	c.paths = paths
 	return &c
 }
 
 // Paths implements State: the health the path observer last published (PathStore is nil-safe).
-func (s *Informers) Paths(context.Context) *settings.PathHealth { return s.paths.Load() }
+func (s *Informers) Paths(context.Context) *health.PathHealth { return s.paths.Load() }
 
 // readSettings derives the settings view from r, reading both settings (absent: nil).
 func readSettings(ctx context.Context, r client.Reader) (*SettingsView, error) {

@@ -9,14 +9,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// vmimByVMI indexes the VMIM informer's own store by namespace/spec.vmiName.
-const vmimByVMI = "namespace/vmiName"
+// vmimByVMI indexes the VMIM informer's own store by namespace/spec.vmiName; vmimUnfinished
+// holds the VMIMs that have not reached Succeeded or Failed, under unfinishedKey.
+const (
+	vmimByVMI      = "namespace/vmiName"
+	vmimUnfinished = "unfinished"
+	unfinishedKey  = "1"
+)
 
 // lookup reads VMIs and VMIMs straight from their informers' stores: a key or index lookup, with
 // none of the reflection, field-selector parsing and list copying of a cache Get or List, which
 // cost admission more than its rules. The objects are the cache's, shared: read only.
 type lookup struct {
-	vmis, vmims toolscache.Indexer
+	vmis, vmims     toolscache.Indexer
+	vmiInf, vmimInf toolscache.SharedIndexInformer
 }
 
 func newLookup(ctx context.Context, c cache.Cache) (*lookup, error) {
@@ -38,10 +44,53 @@ func newLookup(ctx context.Context, c cache.Cache) (*lookup, error) {
 			return []string{m.Namespace + "/" + m.Spec.VMIName}, nil
 		}
 		return nil, nil
+	}, vmimUnfinished: func(obj any) ([]string, error) {
+		if m, ok := obj.(*kubevirtv1.VirtualMachineInstanceMigration); ok && Unfinished(m) {
+			return []string{unfinishedKey}, nil
+		}
+		return nil, nil
 	}}); err != nil {
 		return nil, err
 	}
-	return &lookup{vmis: vmiSII.GetIndexer(), vmims: vmimSII.GetIndexer()}, nil
+	return &lookup{vmis: vmiSII.GetIndexer(), vmims: vmimSII.GetIndexer(), vmiInf: vmiSII, vmimInf: vmimSII}, nil
+}
+
+// unfinished returns the VMIMs that have not reached Succeeded or Failed.
+func (l *lookup) unfinished() []*kubevirtv1.VirtualMachineInstanceMigration {
+	items, err := l.vmims.ByIndex(vmimUnfinished, unfinishedKey)
+	if err != nil {
+		return nil
+	}
+	out := make([]*kubevirtv1.VirtualMachineInstanceMigration, 0, len(items))
+	for _, it := range items {
+		if m, ok := it.(*kubevirtv1.VirtualMachineInstanceMigration); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// onTrafficEvent calls fn on every VMIM event and on the VMI events that move a migration state.
+func (l *lookup) onTrafficEvent(fn func()) error {
+	if _, err := l.vmimInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { fn() }, DeleteFunc: func(any) { fn() }, UpdateFunc: func(any, any) { fn() },
+	}); err != nil {
+		return err
+	}
+	_, err := l.vmiInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			if v, ok := o.(*kubevirtv1.VirtualMachineInstance); ok && v.Status.MigrationState != nil {
+				fn()
+			}
+		},
+		DeleteFunc: func(any) { fn() },
+		UpdateFunc: func(o, n any) {
+			if migrationStateChanged(o, n) {
+				fn()
+			}
+		},
+	})
+	return err
 }
 
 // vmi returns the VMI namespace/name, nil when there is none.

@@ -13,6 +13,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
 )
@@ -184,7 +185,7 @@ func TestNodeIndexAgreesWithTheWalk(t *testing.T) {
 // randomPaths is probe results for nodes node-0 … node-(n-1) and one outside them (node-n, a
 // source the list lacks): most fresh, some missing, stale, unable to probe or not probed yet,
 // and failing paths between random nodes, and at times from the source to most of them.
-func randomPaths(rng *rand.Rand, n int, source string) *settings.PathHealth {
+func randomPaths(rng *rand.Rand, n int, source string) *health.PathHealth {
 	pick := func(p int) bool { return rng.IntN(100) < p }
 	var reports []*v1beta1.PathReport
 	for i := range n + 1 {

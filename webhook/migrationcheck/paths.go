@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 )
 
 // pathCheck is what rule pathHealthy needs of a migration while it is judged: the probe agents'
@@ -19,7 +20,7 @@ import (
 // probe agent reported on it: the paths are then not judged at all.
 type pathCheck struct {
 	on  bool
-	h   *settings.PathHealth
+	h   *health.PathHealth
 	now time.Time
 	// broken are the nodes a fresh report says the path from or to the source fails with,
 	// usually none.
@@ -113,7 +114,7 @@ func (f *pathFindings) addUnverified(i int) {
 // is unverified with a handful of word operations when none is (every result fresh, every node
 // probed by every other).
 type pathIndex struct {
-	h *settings.PathHealth
+	h *health.PathHealth
 	// usable holds the nodes whose agent reports no problem and completed a round.
 	usable []uint64
 	// since, round, fresh: per usable node, Since, RoundStarted and FreshUntil in Unix nanoseconds.
@@ -123,7 +124,7 @@ type pathIndex struct {
 	// probing at or before minRound has been probed by every node.
 	minFresh, maxSince, minRound int64
 	// others are the reports of nodes outside the index (the source may be one), by name.
-	others map[string]settings.NodeProbe
+	others map[string]health.NodeProbe
 }
 
 // nanos is t in Unix nanoseconds, clamped to int64 (the zero time is the smallest).
@@ -139,7 +140,7 @@ func nanos(t time.Time) int64 {
 
 var minNanoTime, maxNanoTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
-func newPathIndex(ix *nodeIndex, h *settings.PathHealth) *pathIndex {
+func newPathIndex(ix *nodeIndex, h *health.PathHealth) *pathIndex {
 	n := len(ix.nodes)
 	p := &pathIndex{h: h, usable: make([]uint64, len(ix.base)), since: make([]int64, n), round: make([]int64, n), fresh: make([]int64, n),
 		minFresh: math.MaxInt64, maxSince: math.MinInt64, minRound: math.MaxInt64}
@@ -147,7 +148,7 @@ func newPathIndex(ix *nodeIndex, h *settings.PathHealth) *pathIndex {
 		i, ok := ix.byName[r.Node]
 		if !ok {
 			if p.others == nil {
-				p.others = map[string]settings.NodeProbe{}
+				p.others = map[string]health.NodeProbe{}
 			}
 			p.others[r.Node] = r
 			continue
@@ -164,7 +165,7 @@ func newPathIndex(ix *nodeIndex, h *settings.PathHealth) *pathIndex {
 
 // pathsOf returns the path index of h over ix, building it on the first review after h was
 // published (two reviews may both build it: it is the same).
-func (ix *nodeIndex) pathsOf(h *settings.PathHealth) *pathIndex {
+func (ix *nodeIndex) pathsOf(h *health.PathHealth) *pathIndex {
 	if p := ix.paths.Load(); p != nil && p.h == h {
 		return p
 	}
@@ -287,9 +288,9 @@ func (t *target) pathVerdict(node string) string {
 	}
 	st, faults, why := t.paths.h.Pair(t.source, node, t.paths.now)
 	switch st {
-	case settings.PathFailing:
+	case health.PathFailing:
 		return "failing: " + faults[0].Message()
-	case settings.PathUnverified:
+	case health.PathUnverified:
 		return "unverified: " + why
 	}
 	return "verified"

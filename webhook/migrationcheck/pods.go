@@ -28,6 +28,9 @@ type PodView interface {
 	OfVMI(uid types.UID) []*corev1.Pod
 	// Usage returns what the non-terminal pods bound to node request, and how many there are.
 	Usage(node string) NodeUsage
+	// MigrationTargets returns the non-terminal pods labelled kubevirt.io/migrationJobUID=uid,
+	// bound or not: the migration's target pod (and its hotplug attachment pods).
+	MigrationTargets(uid types.UID) []*corev1.Pod
 }
 
 // NodeUsage is what a node's pods request, and how many there are.
@@ -106,6 +109,7 @@ func quantity(name corev1.ResourceName, v int64) resource.Quantity {
 const (
 	podNodeIndex      = "spec.nodeName"
 	podCreatedByIndex = "createdBy"
+	podMigrationIndex = "migrationJobUID"
 )
 
 // activePods is the field selector kube-scheduler's own pod informer uses: pods that still hold
@@ -182,7 +186,7 @@ func (p *PodCache) index(ctx context.Context) error {
 	}
 	// The informer's own indexers: a lookup is a map read, without the field selector, list
 	// copy and reflection a cache List costs per review.
-	if err := sii.AddIndexers(toolscache.Indexers{podNodeIndex: byNode, podCreatedByIndex: byCreator}); err != nil {
+	if err := sii.AddIndexers(toolscache.Indexers{podNodeIndex: byNode, podCreatedByIndex: byCreator, podMigrationIndex: byMigration}); err != nil {
 		return err
 	}
 	indexer := sii.GetIndexer()
@@ -226,9 +230,56 @@ func byCreator(obj any) ([]string, error) {
 	return nil, nil
 }
 
+func byMigration(obj any) ([]string, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		if uid := pod.Labels[kubevirtv1.MigrationJobLabel]; uid != "" {
+			return []string{uid}, nil
+		}
+	}
+	return nil, nil
+}
+
 // OfVMI implements PodView.
 func (p *PodCache) OfVMI(uid types.UID) []*corev1.Pod {
 	return p.byIndex(podCreatedByIndex, string(uid))
+}
+
+// MigrationTargets implements PodView.
+func (p *PodCache) MigrationTargets(uid types.UID) []*corev1.Pod {
+	return p.byIndex(podMigrationIndex, string(uid))
+}
+
+// OnTargetPodEvent calls fn on every event of a migration target pod (the traffic counts them).
+func (p *PodCache) OnTargetPodEvent(ctx context.Context, fn func()) error {
+	inf, err := p.GetInformer(ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			if isTargetPodEvent(o) {
+				fn()
+			}
+		},
+		DeleteFunc: func(o any) {
+			if isTargetPodEvent(deletedObj(o)) {
+				fn()
+			}
+		},
+		UpdateFunc: func(o, n any) {
+			if isTargetPodEvent(o, n) {
+				fn()
+			}
+		},
+	})
+	return err
+}
+
+func deletedObj(obj any) any {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
 }
 
 // Usage implements PodView, summing the node's pods once per change of them.
@@ -339,6 +390,17 @@ func (l PodList) OfVMI(uid types.UID) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range l {
 		if p.Spec.NodeName != "" && p.Labels[kubevirtv1.CreatedByLabel] == string(uid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// MigrationTargets implements PodView.
+func (l PodList) MigrationTargets(uid types.UID) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range l {
+		if p.Labels[kubevirtv1.MigrationJobLabel] == string(uid) {
 			out = append(out, p)
 		}
 	}

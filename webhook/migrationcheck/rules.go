@@ -10,6 +10,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -53,7 +54,7 @@ type CreateInput struct {
 	// KubeVirt is the KubeVirt CR; nil if none.
 	KubeVirt *kubevirtv1.KubeVirt
 	// Network is the network controller's latest snapshot; nil before its first observation.
-	Network *settings.Snapshot
+	Network *health.Snapshot
 	// CurrentHash is the hash of vm-migration-network's current effective value, "" when the
 	// migration network is disabled; a snapshot with another hash is older than the setting.
 	CurrentHash string
@@ -68,8 +69,11 @@ type CreateInput struct {
 	// Paths is the probe agents' path health of the network in force; nil when none is known
 	// (rule pathHealthy then has nothing to say). Now is the time its results are judged at (the
 	// zero time: when judged).
-	Paths *settings.PathHealth
+	Paths *health.PathHealth
 	Now   time.Time
+	// Traffic is the migrations streaming into and out of each node; read by the steering only,
+	// and only when the policy has a budget (nil: not counted, no node is preferred against by it).
+	Traffic *Traffic
 	// index, when set, is the index of Nodes: a feasible target is then found without walking them.
 	index *nodeIndex
 	// feas is the target search, run once per evaluation for feasibleTarget and pathHealthy.
@@ -173,7 +177,7 @@ func checkVMIState(in *CreateInput) finding {
 // because of KubeVirt passes here. Nor does one that is not Ready only because some nodes are not
 // attached: each migration is then judged on its own nodes (sourceNotAttached, and the targets'
 // stageNotAttached), so a node added without the network does not stop maintenance elsewhere.
-func networkNotReady(snap *settings.Snapshot, current string) string {
+func networkNotReady(snap *health.Snapshot, current string) string {
 	switch {
 	case current == "":
 		return ""
@@ -185,7 +189,7 @@ func networkNotReady(snap *settings.Snapshot, current string) string {
 	case snap.AppliedHash != current:
 		return fmt.Sprintf("%d of %d virt-handlers are on the migration network; %s (the settings controller has not applied the current value yet)",
 			snap.Attached, snap.Eligible, retryNetwork)
-	case !snap.Ready && snap.Reason != settings.ReasonKubeVirtNotReady && snap.Reason != settings.ReasonNodesNotAttached:
+	case !snap.Ready && snap.Reason != health.ReasonKubeVirtNotReady && snap.Reason != health.ReasonNodesNotAttached:
 		return fmt.Sprintf("%d of %d virt-handlers are on the migration network %s; %s (%s: %s)",
 			snap.Attached, snap.Eligible, snap.Network, retryNetwork, snap.Reason, snap.Message)
 	}

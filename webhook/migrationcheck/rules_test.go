@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
 )
 
@@ -139,7 +140,7 @@ func TestEvaluateCreate(t *testing.T) {
 
 		// 2. networkReady
 		{name: "network not configured ignores the snapshot", modify: func(in *CreateInput) {
-			in.CurrentHash, in.Network = "", &settings.Snapshot{Reason: "NodesNotAttached"}
+			in.CurrentHash, in.Network = "", &health.Snapshot{Reason: "NodesNotAttached"}
 		}},
 		{name: "network not configured, no snapshot", modify: func(in *CreateInput) { in.CurrentHash, in.Network = "", nil }},
 		{name: "network configured, no snapshot", modify: func(in *CreateInput) { in.Network = nil },
@@ -150,16 +151,16 @@ func TestEvaluateCreate(t *testing.T) {
 			in.Network.AppliedHash, in.Network.Attached, in.Network.Ready = "old", 1, false
 		}, want: []want{deny(netRule, "", "1 of 3 virt-handlers are on the migration network", retry, "not applied")}},
 		{name: "a node the migration does not touch is not attached: admitted", modify: func(in *CreateInput) {
-			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, settings.ReasonNodesNotAttached
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, health.ReasonNodesNotAttached
 			in.Network.NotAttached = map[string]string{"node-2": "NoClusterNetwork"}
 		}},
 		{name: "the source is not attached", modify: func(in *CreateInput) {
-			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, settings.ReasonNodesNotAttached
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 2, false, health.ReasonNodesNotAttached
 			in.Network.NotAttached = map[string]string{"node-0": "NotRolled"}
 		}, want: []want{deny(netRule, "", "runs on node-0, whose virt-handler is not on the migration network "+testNAD+" (NotRolled; 2 of 3 virt-handlers are on the migration network "+testNAD+")",
 			"retry when the setting vm-migration-network lists node-0 with an address")}},
 		{name: "no attached target", modify: func(in *CreateInput) {
-			in.Network.Attached, in.Network.Ready, in.Network.Reason = 1, false, settings.ReasonNodesNotAttached
+			in.Network.Attached, in.Network.Ready, in.Network.Reason = 1, false, health.ReasonNodesNotAttached
 			in.Network.NotAttached = map[string]string{"node-1": "NotRolled", "node-2": "NotRolled"}
 		}, want: []want{deny(tgtRule, "spec.vmiName", "0 of 3 nodes", "2 have no virt-handler on the migration network "+testNAD+" yet (NotRolled)", "lists another node with an address")}},
 		{name: "not-attached nodes of an older value do not count", modify: func(in *CreateInput) {
@@ -170,7 +171,7 @@ func TestEvaluateCreate(t *testing.T) {
 			in.Network.Ready, in.Network.Reason, in.Network.Message = false, "SomethingElse", "details here"
 		}, want: []want{deny(netRule, "", "3 of 3", retry, "SomethingElse: details here")}},
 		{name: "snapshot not Ready only because of KubeVirt is rule 1's business", modify: func(in *CreateInput) {
-			in.Network.Ready, in.Network.Reason = false, settings.ReasonKubeVirtNotReady
+			in.Network.Ready, in.Network.Reason = false, health.ReasonKubeVirtNotReady
 			in.KubeVirt = kubeVirt(corev1.ConditionFalse, "DeploymentInProgress", "")
 		}, want: []want{deny(kvRule, "", "DeploymentInProgress")}},
 
@@ -377,7 +378,7 @@ func TestEvaluateCreateNoPanic(t *testing.T) {
 		{},
 		{VMIM: &kubevirtv1.VirtualMachineInstanceMigration{}},
 		{VMIM: &kubevirtv1.VirtualMachineInstanceMigration{}, VMI: &kubevirtv1.VirtualMachineInstance{}, CurrentHash: "x",
-			Network: &settings.Snapshot{}, KubeVirt: &kubevirtv1.KubeVirt{}, Nodes: []*corev1.Node{{}, nil},
+			Network: &health.Snapshot{}, KubeVirt: &kubevirtv1.KubeVirt{}, Nodes: []*corev1.Node{{}, nil},
 			OtherMigrations: []*kubevirtv1.VirtualMachineInstanceMigration{{}, nil}},
 	}
 	for i, in := range inputs {

@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -32,11 +33,14 @@ type State interface {
 	Pods(ctx context.Context) (PodView, error)
 	// Network returns the network controller's readiness snapshot, nil before its first
 	// observation.
-	Network() *settings.Snapshot
+	Network() *health.Snapshot
 	// Paths returns the probe agents' path health of the migration network in force, nil when
 	// none is known (no agent reported, or it could not be read): missing health data never
 	// refuses a migration.
-	Paths(ctx context.Context) *settings.PathHealth
+	Paths(ctx context.Context) *health.PathHealth
+	// Traffic returns the migrations streaming into and out of each node, nil when they are not
+	// counted (the steering then prefers nothing by the nodes' budgets).
+	Traffic(ctx context.Context) (*Traffic, error)
 }
 
 // SettingsView is what admission reads of the two settings.

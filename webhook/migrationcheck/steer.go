@@ -53,6 +53,9 @@ type Steering struct {
 	// Unverified are the feasible targets whose path from the source is not verified yet (never
 	// probed, stale): missing data never excludes, but verified targets are preferred over them.
 	Unverified []string `json:"unverified,omitempty"`
+	// AtInboundLimit are the nodes into which as many migrations stream as their budget's inbound
+	// limit lets (the policy's budget): preferred against, never excluded.
+	AtInboundLimit []Exclusion `json:"atInboundLimit,omitempty"`
 	// ClusterNetworkLabel, when set, is the node label (value "true") every target must carry.
 	ClusterNetworkLabel string `json:"clusterNetworkLabel,omitempty"`
 	// NoTarget, when set, says why no node is left for the pod: it stays Pending until KubeVirt
@@ -108,6 +111,10 @@ func GatherSteer(ctx context.Context, st State, pod *corev1.Pod) (in *CreateInpu
 	if in.VMI == nil || in.VMI.Status.NodeName == "" {
 		return nil, "its VMI " + pod.Namespace + "/" + vmiName + " is not known to run on a node", nil
 	}
+	if in.Policy != nil && in.Policy.Budget != nil {
+		// Counting that fails leaves the budget out of this pod's steering, never the pod unsteered.
+		in.Traffic, _ = st.Traffic(ctx)
+	}
 	return in, "", nil
 }
 
@@ -147,6 +154,13 @@ func Steer(in *CreateInput) Steering {
 			}
 		}
 	}
+	excluded := make(map[string]bool, len(s.Excluded))
+	for _, e := range s.Excluded {
+		excluded[e.Node] = true
+	}
+	if full := AtInboundLimit(in, s.Source, excluded); len(full) <= maxPreferred {
+		s.AtInboundLimit = full
+	}
 	f := searchTarget(in, t, true)
 	switch {
 	case f.msg != "":
@@ -173,7 +187,8 @@ func sortedKeys(m map[string]string) []string {
 
 // Changes reports whether s adds anything to a pod.
 func (s *Steering) Changes() bool {
-	return s.Skipped == "" && (len(s.Excluded) > 0 || len(s.Avoided) > 0 || len(s.Unverified) > 0 || s.ClusterNetworkLabel != "")
+	return s.Skipped == "" && (len(s.Excluded) > 0 || len(s.Avoided) > 0 || len(s.Unverified) > 0 || len(s.AtInboundLimit) > 0 ||
+		s.ClusterNetworkLabel != "")
 }
 
 // Apply adds s to pod's affinity. The exclusions (one matchFields metadata.name NotIn per node:
@@ -181,7 +196,8 @@ func (s *Steering) Changes() bool {
 // into every term of the pod's required node affinity, so nothing the VMI asks for is loosened; a
 // pod without one gets a single term. An empty term, which matches no node, stays empty. The
 // preferences become preferred terms: weight 100 for the verified, healthy nodes, 50 for nodes not
-// behind a failing path (when some are avoided, not excluded).
+// behind a failing path (when some are avoided, not excluded), budgetWeight for nodes not at their
+// inbound limit.
 func (s *Steering) Apply(pod *corev1.Pod) {
 	if !s.Changes() {
 		return
@@ -229,6 +245,14 @@ func (s *Steering) Apply(pod *corev1.Pod) {
 		na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution,
 			corev1.PreferredSchedulingTerm{Weight: 50, Preference: corev1.NodeSelectorTerm{MatchFields: notIn(avoided)}})
 	}
+	if len(s.AtInboundLimit) > 0 {
+		full := make([]string, 0, len(s.AtInboundLimit))
+		for _, e := range s.AtInboundLimit {
+			full = append(full, e.Node)
+		}
+		na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution,
+			corev1.PreferredSchedulingTerm{Weight: budgetWeight, Preference: corev1.NodeSelectorTerm{MatchFields: notIn(full)}})
+	}
 }
 
 // notIn is one metadata.name NotIn requirement per node.
@@ -243,7 +267,7 @@ func notIn(nodes []string) []corev1.NodeSelectorRequirement {
 // Notable reports whether s excludes, avoids or prefers against a node, or leaves none: more
 // than the cluster network every target pod of a migration network is kept to.
 func (s *Steering) Notable() bool {
-	return len(s.Excluded) > 0 || len(s.Avoided) > 0 || len(s.Unverified) > 0 || s.NoTarget != ""
+	return len(s.Excluded) > 0 || len(s.Avoided) > 0 || len(s.Unverified) > 0 || len(s.AtInboundLimit) > 0 || s.NoTarget != ""
 }
 
 // Summary words s in one line for the migration's event: what was excluded and why, what is
@@ -268,6 +292,9 @@ func (s *Steering) Summary() string {
 	}
 	if len(s.Unverified) > 0 {
 		parts = append(parts, "verified paths preferred over "+strings.Join(s.Unverified, ", ")+" (path from "+s.Source+" not verified yet)")
+	}
+	if len(s.AtInboundLimit) > 0 {
+		parts = append(parts, "preferred against, at their inbound migration limit: "+words(s.AtInboundLimit))
 	}
 	if s.NoTarget != "" {
 		parts = append(parts, "no node is left for it: "+s.NoTarget+"; the pod stays Pending and KubeVirt fails the migration when it times out")

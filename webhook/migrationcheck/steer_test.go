@@ -38,28 +38,28 @@ func TestSteer(t *testing.T) {
 	}{
 		{name: "every path verified: only the cluster network is required", modify: func(*CreateInput) {}, want: want{label: true}},
 		{name: "the source lists node-1 for MTU: excluded", modify: func(in *CreateInput) {
-			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+			in.Paths = healthOf(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
 		}, want: want{excluded: []string{"node-1"}, label: true}, msg: mtu},
 		{name: "node-2 lists the source (the reverse direction): excluded too", modify: func(in *CreateInput) {
-			in.Paths = health(report("node-0"), report("node-1"), report("node-2", failing("node-0", v1beta1.PathOneWay, 0)))
+			in.Paths = healthOf(report("node-0"), report("node-1"), report("node-2", failing("node-0", v1beta1.PathOneWay, 0)))
 		}, want: want{excluded: []string{"node-2"}, label: true}, msg: "packets from node-2 do not reach node-0"},
 		{name: "warn mode: avoided by preference, not excluded", modify: func(in *CreateInput) {
 			in.Policy = policy(map[settings.Rule]settings.Mode{pathRule: settings.ModeWarn})
-			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+			in.Paths = healthOf(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
 		}, want: want{avoided: []string{"node-1"}, label: true}},
 		{name: "pathHealthy off: paths left out", modify: func(in *CreateInput) {
 			in.Policy = policy(map[settings.Rule]settings.Mode{pathRule: settings.ModeOff})
-			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+			in.Paths = healthOf(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
 		}, want: want{label: true}},
 		{name: "exempt users do not exempt the steering", modify: func(in *CreateInput) {
 			in.Policy = policy(nil, "alice")
-			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+			in.Paths = healthOf(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
 		}, want: want{excluded: []string{"node-1"}, label: true}},
 		{name: "a stale report excludes nothing, and a stale source prefers nothing", modify: func(in *CreateInput) {
-			in.Paths = health(report("node-0", checktest.Stale, failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+			in.Paths = healthOf(report("node-0", checktest.Stale, failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
 		}, want: want{label: true}},
 		{name: "node-2 never reported: not excluded, verified node-1 preferred", modify: func(in *CreateInput) {
-			in.Paths = health(report("node-0"), report("node-1"))
+			in.Paths = healthOf(report("node-0"), report("node-1"))
 		}, want: want{unverified: []string{"node-2"}, label: true}},
 		{name: "node-2 not attached to the network: excluded", modify: func(in *CreateInput) {
 			in.Network.NotAttached = map[string]string{"node-2": "NotRolled"}
@@ -69,17 +69,17 @@ func TestSteer(t *testing.T) {
 			in.Network.NotAttached = map[string]string{"node-2": "NotRolled"}
 		}, want: want{}},
 		{name: "every target behind a failing path: none is left, and the pod says so", modify: func(in *CreateInput) {
-			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500), failing("node-2", v1beta1.PathUnreachable, 0)), report("node-1"), report("node-2"))
+			in.Paths = healthOf(report("node-0", failing("node-1", v1beta1.PathMTU, 1500), failing("node-2", v1beta1.PathUnreachable, 0)), report("node-1"), report("node-2"))
 		}, want: want{excluded: []string{"node-1", "node-2"}, label: true, noTarget: "every node that could take the target pod is behind a failing migration path from node-0"}},
 		// A macvlan network over a named NIC has no cluster network: no label may be required (an
 		// empty label key made every target pod invalid, and the migration stayed Pending).
 		{name: "a network of no cluster network (macvlan): no label, exclusions kept", modify: func(in *CreateInput) {
 			in.Network.ClusterNetwork = ""
-			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+			in.Paths = healthOf(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
 		}, want: want{excluded: []string{"node-1"}}, msg: mtu},
 		{name: "no migration network in force: nothing to add", modify: func(in *CreateInput) {
 			in.CurrentHash = ""
-			in.Paths = health(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
+			in.Paths = healthOf(report("node-0", failing("node-1", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"))
 		}, want: want{}},
 	}
 	for _, tt := range tests {
@@ -241,7 +241,7 @@ func BenchmarkSteerWorstCasePaths(b *testing.B) {
 			rs = append(rs, report(n.Name))
 		}
 	}
-	in.Paths = health(rs...)
+	in.Paths = healthOf(rs...)
 	pod := &corev1.Pod{}
 	if s := Steer(&in); len(s.Excluded) != 1 || s.NoTarget != "" {
 		b.Fatalf("got %+v, want one exclusion and a target left", s)

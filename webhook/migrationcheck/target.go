@@ -13,6 +13,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck/targetpod"
 )
@@ -418,7 +419,7 @@ func searchTarget(in *CreateInput, t *target, keepAll bool) (f feasibility) {
 					return f
 				}
 			}
-			if st, _, _ := t.paths.h.Pair(t.source, n.Name, t.paths.now); st == settings.PathUnverified {
+			if st, _, _ := t.paths.h.Pair(t.source, n.Name, t.paths.now); st == health.PathUnverified {
 				f.paths.addUnverified(i)
 			}
 			continue

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/migranet/migranet/settings/health"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/migranet/migranet/settings"
 )
 
 // States of the STATE column, before any ": reason".
@@ -56,6 +56,7 @@ type Row struct {
 	// (state.migrationConfiguration.network), "" for the pod network or when not reported.
 	ConfiguredNAD  string `json:"configuredNAD"`
 	configKnown    bool
+	uid            types.UID    // ties events to this migration (AttachWarnings, AttachSteering)
 	State          string       `json:"state"`
 	Reason         string       `json:"reason"`
 	InFlight       bool         `json:"inFlight"`
@@ -96,6 +97,7 @@ func Combine(vmim *kubevirtv1.VirtualMachineInstanceMigration, vmi *kubevirtv1.V
 		Phase:     string(vmim.Status.Phase),
 		InFlight:  !vmim.IsFinal(),
 		Created:   vmim.CreationTimestamp,
+		uid:       vmim.UID,
 	}
 	if st != nil {
 		r.Mode, r.Network = string(st.Mode), string(st.MigrationNetworkType)
@@ -189,10 +191,10 @@ func combinedState(vmim *kubevirtv1.VirtualMachineInstanceMigration, vmi *kubevi
 	return StateUnknown, "phase " + string(vmim.Status.Phase)
 }
 
-// abortedBy is the reason of a migration migranet aborted (settings.AbortedAnnotation, set just
-// before its delete), else otherwise.
+// abortedBy is the reason of a migration migranet aborted (health.AbortedBy: the annotation set
+// once its delete succeeded), else otherwise.
 func abortedBy(vmim *kubevirtv1.VirtualMachineInstanceMigration, otherwise string) string {
-	if why := vmim.Annotations[settings.AbortedAnnotation]; why != "" {
+	if why := health.AbortedBy(vmim); why != "" {
 		return "aborted by migranet: " + oneLine(why)
 	}
 	return otherwise

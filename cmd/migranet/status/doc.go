@@ -11,6 +11,21 @@
 // migrationUid is the VMIM's UID. Otherwise the VMIM's own status.migrationState (KubeVirt copies
 // it there) is used, if present. Neither: the migration has not started.
 //
+// # One migration's story
+//
+// Explain tells one migration (`migranet status -n NS NAME`) from a Story, and every event in it
+// counts only for the migration it is about (storyevents.go): an event on the migration by its
+// involvedObject's UID, one migranet left on the VMI by its annotations (migranet.io/migration and
+// migranet.io/migration-uid; one without a UID, from before events carried one, when seen no
+// earlier than the migration's creation second). While the VMIM exists the story is its; once it is
+// gone, the story is of the UID seen last in the events. A refused migration was never stored and
+// has no UID: its refusal is the story only while no VMIM of the name exists and when seen after
+// the creation of the latest admitted one of that name. The migration's state is the VMI's while
+// it names the UID, else the VMIM's copy, else the one migranet recorded on its path-abort events
+// (migranet.io/migration-state): what is left once the VMIM is gone and the VMI has moved on, for
+// as long as events live (kube-apiserver's --event-ttl, an hour by default). The abort annotation
+// counts only on a VMIM being deleted (health.AbortedBy).
+//
 // # Combined state
 //
 // Rules are tried top to bottom; the first that matches gives the STATE column ("state: reason"

@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 )
 
 // SlowAfter is how long a migration may take before the one-migration view calls it slow: a
@@ -37,7 +38,7 @@ type Story struct {
 	// picks what concerns this migration).
 	Events []corev1.Event
 	// PathNow is the path verdict between the migration's nodes from the PathReports now, in words
-	// (settings.PathHealth.Pair), "" when not judged (no nodes, no migration network).
+	// (health.PathHealth.Pair), "" when not judged (no nodes, no migration network).
 	PathNow string
 	Now     time.Time
 }
@@ -57,17 +58,10 @@ type Explanation struct {
 // started, progress, path verdict at the start and now, end, and one line of what to do.
 func Explain(s Story) Explanation {
 	e := Explanation{Title: fmt.Sprintf("migration %s/%s of VMI %s", s.Namespace, s.Name, orNone(s.VMIName))}
-	ms := s.state()
-	refused := s.event(settings.ReasonMigrationRefused, "VirtualMachineInstance")
-	aborted := s.event(settings.ReasonMigrationPathBroken, "")
-	warnedPath := s.event(settings.ReasonMigrationPathFailing, "")
-	abortNote := ""
-	if s.VMIM != nil {
-		abortNote = s.VMIM.Annotations[settings.AbortedAnnotation]
-	}
-	if abortNote == "" && aborted != nil {
-		abortNote = aborted.Message
-	}
+	ms, recorded := s.state()
+	refused := s.refusal()
+	abortNote := s.abortReason()
+	warnedPath, _ := s.message(health.ReasonMigrationPathFailing)
 
 	// 1. admission
 	switch {
@@ -90,8 +84,8 @@ func Explain(s Story) Explanation {
 
 	// 2. steering
 	steer := "no steering event (nothing excluded, or the target pod was not created)"
-	noTarget := s.event(settings.ReasonNoTargetLeft, "VirtualMachineInstanceMigration")
-	if st := s.event(settings.ReasonTargetSteered, "VirtualMachineInstanceMigration"); st != nil {
+	noTarget := s.event(settings.ReasonNoTargetLeft, kindVMIM)
+	if st := s.event(settings.ReasonTargetSteered, kindVMIM); st != nil {
 		steer = oneLine(st.Message)
 	}
 	if noTarget != nil {
@@ -117,15 +111,26 @@ func Explain(s Story) Explanation {
 	var started, ended *time.Time
 	if ms != nil && ms.StartTimestamp != nil {
 		started = &ms.StartTimestamp.Time
-		e.Steps = append(e.Steps, Step{"stream started", fmt.Sprintf("%s from %s to %s over %s",
-			ms.StartTimestamp.UTC().Format(time.RFC3339), orUnknownNode(ms.SourceNode), orUnknownNode(ms.TargetNode), streamNetwork(ms))})
+		stream := fmt.Sprintf("%s from %s to %s over %s", ms.StartTimestamp.UTC().Format(time.RFC3339),
+			orUnknownNode(ms.SourceNode), orUnknownNode(ms.TargetNode), streamNetwork(ms))
+		if recorded != nil {
+			stream += " (as migranet's " + recorded.Reason + " event recorded it: the VMI has moved on)"
+		}
+		e.Steps = append(e.Steps, Step{"stream started", stream})
 		end := s.Now
 		if ms.EndTimestamp != nil {
 			ended = &ms.EndTimestamp.Time
 			end = *ended
 		}
-		took := end.Sub(*started)
-		e.Steps = append(e.Steps, Step{"progress", progress(s.VMI, took, ended != nil)})
+		switch {
+		case recorded != nil && recorded.Reason == health.ReasonMigrationPathBroken:
+			e.Steps = append(e.Steps, Step{"progress", "streamed " + duration.HumanDuration(eventFirst(*recorded).Sub(*started)) +
+				" until migranet aborted it; bytes: not reported by KubeVirt's API"})
+		case recorded != nil:
+			e.Steps = append(e.Steps, Step{"progress", "not known: the VMI has moved on; bytes: not reported by KubeVirt's API"})
+		default:
+			e.Steps = append(e.Steps, Step{"progress", progress(s.VMI, end.Sub(*started), ended != nil, ms.Completed)})
+		}
 	} else {
 		e.Steps = append(e.Steps, Step{"stream started", "no"})
 	}
@@ -136,8 +141,8 @@ func Explain(s Story) Explanation {
 		switch {
 		case abortNote != "":
 			atEnd = "when aborted: " + abortNote + "; " + atEnd
-		case warnedPath != nil:
-			atEnd = "while it streamed: " + oneLine(warnedPath.Message) + "; " + atEnd
+		case warnedPath != "":
+			atEnd = "while it streamed: " + oneLine(warnedPath) + "; " + atEnd
 		}
 		e.Steps = append(e.Steps, Step{"path " + ms.SourceNode + " <-> " + ms.TargetNode,
 			"at the start: not recorded (no event holds the verdict when a stream starts); " + atEnd})
@@ -154,7 +159,11 @@ func Explain(s Story) Explanation {
 	}
 	switch {
 	case abortNote != "":
-		e.Steps = append(e.Steps, Step{"ended", "aborted by migranet (rule " + string(settings.RuleRunningPathHealthy) + "), the VMI stays on " + orUnknownNode(sourceOf(ms))})
+		stays := "the VMI stays on " + orUnknownNode(sourceOf(ms))
+		if recorded != nil {
+			stays = "the VMI stayed on " + orUnknownNode(sourceOf(ms)) + "; it has started another migration since"
+		}
+		e.Steps = append(e.Steps, Step{"ended", "aborted by migranet (rule " + string(settings.RuleRunningPathHealthy) + "), " + stays})
 		e.Cause = "aborted by migranet: its path failed while it streamed"
 		e.Do = "repair the path named above (uplink MTU, cabling, switch VLAN, firewall); a drain's evacuation creates a new migration by itself and the steering keeps it off the failing pair; for a manual migration run `virtctl migrate` again"
 	case ms != nil && ms.Failed:
@@ -166,6 +175,10 @@ func Explain(s Story) Explanation {
 			e.Do = "the stream made no progress until KubeVirt's progressTimeout: the path between " + ms.SourceNode + " and " + ms.TargetNode +
 				" carried nothing (an uplink narrower than the network's MTU, a dropped direction); repair it, or keep runningPathHealthy at enforce so such a stream ends within a probe round"
 		}
+	case s.VMIM == nil && recorded != nil:
+		e.Steps = append(e.Steps, Step{"ended", "not known: its migration object is gone (deleted) and its VMI has moved on to another migration"})
+		e.Cause = "gone: deleted, and its VMI has moved on"
+		e.Do = "nothing for this one; `migranet status -n NS` lists the VMI's migrations now"
 	case row.State == StateFailed:
 		e.Steps = append(e.Steps, Step{"ended", "failed: " + row.Reason})
 		e.Cause = "failed: " + row.Reason
@@ -214,58 +227,9 @@ func (e Explanation) Write(w io.Writer) error {
 	return err
 }
 
-// state is the migration state of this migration: the VMI's when it names the migration's UID
-// (also once the VMIM is gone), else the VMIM's own copy.
-func (s Story) state() *kubevirtv1.VirtualMachineInstanceMigrationState {
-	if s.VMI != nil && s.VMI.Status.MigrationState != nil && s.UID != "" && s.VMI.Status.MigrationState.MigrationUID == s.UID {
-		return s.VMI.Status.MigrationState
-	}
-	if s.VMIM != nil {
-		return migrationState(s.VMIM, s.VMI)
-	}
-	return nil
-}
-
-// event is the latest event of reason about this migration: on the migration (kind
-// VirtualMachineInstanceMigration, its name, its UID when known) or on its VMI naming it (the
-// annotation migranet.io/migration, or a refusal's "migration NAME refused" message); kind ""
-// takes either.
-func (s Story) event(reason, kind string) *corev1.Event {
-	var out *corev1.Event
-	for i := range s.Events {
-		ev := &s.Events[i]
-		if ev.Reason != reason || ev.Namespace != s.Namespace || (kind != "" && ev.InvolvedObject.Kind != kind) || !s.about(ev) {
-			continue
-		}
-		if out == nil || eventTime(*ev).After(eventTime(*out)) {
-			out = ev
-		}
-	}
-	return out
-}
-
-// about reports whether ev concerns this migration.
-func (s Story) about(ev *corev1.Event) bool {
-	switch ev.InvolvedObject.Kind {
-	case "VirtualMachineInstanceMigration":
-		return ev.InvolvedObject.Name == s.Name && (s.UID == "" || ev.InvolvedObject.UID == "" || ev.InvolvedObject.UID == s.UID)
-	case "VirtualMachineInstance":
-		if s.VMIName != "" && ev.InvolvedObject.Name != s.VMIName {
-			return false
-		}
-		if ev.Reason == settings.ReasonMigrationRefused {
-			return strings.HasPrefix(ev.Message, "migration "+s.Name+" refused")
-		}
-		return ev.Annotations[settings.AnnotationMigration] == s.Name
-	case "Pod":
-		return s.TargetPod != nil && ev.InvolvedObject.Name == s.TargetPod.Name
-	}
-	return false
-}
-
 // warned is the warnings the migration was admitted with.
 func (s Story) warned() []string {
-	ev := s.event(settings.ReasonMigrationWarned, "VirtualMachineInstance")
+	ev := s.event(settings.ReasonMigrationWarned, kindVMI)
 	if ev == nil {
 		return nil
 	}
@@ -302,14 +266,14 @@ func streamNetwork(ms *kubevirtv1.VirtualMachineInstanceMigrationState) string {
 
 // progress words how far the stream got: KubeVirt reports no byte counts in the API (the patched
 // virt-handler exports them as metrics), so the guest's memory over the time taken is the floor
-// of the throughput once it ended.
-func progress(vmi *kubevirtv1.VirtualMachineInstance, took time.Duration, ended bool) string {
+// of the throughput once it completed (a migration that failed or was aborted moved less).
+func progress(vmi *kubevirtv1.VirtualMachineInstance, took time.Duration, ended, completed bool) string {
 	verb := "running for"
 	if ended {
 		verb = "took"
 	}
 	out := verb + " " + duration.HumanDuration(took)
-	if mem := guestMemory(vmi); mem > 0 && ended && took > 0 {
+	if mem := guestMemory(vmi); mem > 0 && completed && took > 0 {
 		out += fmt.Sprintf("; guest memory %d MiB, at least %.1f MiB/s", mem>>20, float64(mem>>20)/took.Seconds())
 	}
 	return out + "; bytes: not reported by KubeVirt's API"

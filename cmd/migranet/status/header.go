@@ -19,6 +19,8 @@ const (
 	ModePod       = "pod"
 	ModeMigration = "migration"
 	ModeUnknown   = "unknown"
+	// ModeNotJudged: a NAD migranet does not judge is in force (status.source.notJudged).
+	ModeNotJudged = "notJudged"
 )
 
 // Reasons of a Network whose Setting could not be read, and of one without a Ready condition.
@@ -62,6 +64,9 @@ type Network struct {
 	// Paths is the migration paths' health (condition Healthy and status.paths); absent while the
 	// setting has neither (no migration network, or no path writer yet).
 	Paths *Paths `json:"paths,omitempty"`
+	// Budget sums up the nodes' migration budgets as their probe agents report them; absent
+	// when no node has one (or the reports could not be read).
+	Budget *BudgetSummary `json:"budget,omitempty"`
 }
 
 // Paths is the migration paths between attached nodes as the probe agents found them.
@@ -102,6 +107,8 @@ func Header(s *v1beta1.Setting) Network {
 		n.Mode, n.Summary, n.Range, n.rangePrefix = ModeMigration, eff.Network.Summary(), eff.Network.Range.String(), eff.Network.Range
 		n.NAD = eff.NAD
 		n.Applied = s.Status.AppliedNetwork == n.NAD
+	case eff.NotJudged != nil:
+		n.Mode, n.NAD, n.Summary = ModeNotJudged, eff.NotJudged.NAD, "not judged by migranet"
 	}
 	if c := meta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionReady); c != nil {
 		n.Ready, n.Reason, n.Message = string(c.Status), c.Reason, oneLine(c.Message)
@@ -181,6 +188,8 @@ func (n Network) String() string {
 		if !n.Applied {
 			b.WriteString(", not applied yet")
 		}
+	case n.Mode == ModeNotJudged:
+		fmt.Fprintf(&b, "%s (%s)", n.NAD, n.Summary)
 	case n.Summary != "":
 		fmt.Fprintf(&b, "unknown (%s)", n.Summary)
 	default:

@@ -160,6 +160,16 @@ func TestHeader(t *testing.T) {
 			return s
 		}()), want: []string{"Migration network (HCO mode, decided by hyperconvergeds.hco.kubevirt.io/openshift-cnv/kubevirt-hyperconverged): their-migration (migration vlan 100 192.168.100.0/24"},
 			mode: ModeMigration, ready: "True"},
+		{name: "hco-mode-not-judged", net: Header(func() *v1beta1.Setting {
+			// HCO mode, a plugin-list NAD chosen on the HyperConverged CR (issue 52, item 1): the
+			// near miss is the header of the value's own network, which is no longer in force.
+			s := newSetting(`{"clusterNetwork":"migration","vlan":300,"range":"10.3.0.0/24"}`, applied("chained"), nodes(3, 1),
+				cond(v1beta1.ConditionReady, metav1.ConditionUnknown, "NetworkNotJudged", "KubeVirt migrates over NetworkAttachmentDefinition openshift-cnv/chained, which migranet does not judge"))
+			s.Status.Source = &v1beta1.NetworkSource{Kind: v1beta1.SourceHyperConverged, Setting: "hyperconvergeds.hco.kubevirt.io/openshift-cnv/kubevirt-hyperconverged",
+				NetworkAttachmentDefinition: "openshift-cnv/chained", NotJudged: "spec.config.plugins"}
+			return s
+		}()), want: []string{"Migration network (HCO mode, decided by hyperconvergeds.hco.kubevirt.io/openshift-cnv/kubevirt-hyperconverged): chained (not judged by migranet): Unknown (NetworkNotJudged"},
+			mode: ModeNotJudged, ready: "Unknown"},
 		{name: "not-found", net: Header(nil), want: []string{"Migration network: unknown: Unknown (NotFound: setting vm-migration-network not found: is migranet installed?)"},
 			mode: ModeUnknown, ready: "Unknown"},
 		{name: "forbidden", net: Unavailable(ReasonForbidden, `settings.migranet.io "vm-migration-network" is forbidden: User "dev" cannot get resource "settings"`),

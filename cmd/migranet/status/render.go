@@ -114,16 +114,14 @@ func Print(w io.Writer, format string, allNamespaces bool, net Network, rows []R
 		if rows == nil {
 			rows = []Row{}
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return writeJSON(w, struct {
 			Network    Network `json:"network"`
 			Migrations []Row   `json:"migrations"`
 		}{net, rows})
 	}
 	var t table
 	var b strings.Builder
-	b.WriteString(net.String() + "\n")
+	b.WriteString(net.headerLines())
 	for _, l := range net.PathLines(MaxPathFailures) {
 		b.WriteString(l + "\n")
 	}
@@ -147,6 +145,22 @@ func Print(w io.Writer, format string, allNamespaces bool, net Network, rows []R
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeJSON writes v as one indented JSON document, as -o json prints.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// headerLines are the network's header line and, when a budget applies, its budget line.
+func (n Network) headerLines() string {
+	h := n.String() + "\n"
+	if l := n.Budget.String(); l != "" {
+		h += l + "\n"
+	}
+	return h
 }
 
 // table aligns columns; its widths only grow, so the rows a watch prints later line up with the

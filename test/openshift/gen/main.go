@@ -1,5 +1,5 @@
 // Command gen writes migranet's OLM bundle and its extras (manifests/olm) from kubectl kustomize of
-// manifests/base with manifests/components/openshift; `make bundle` runs it, `make verify` fails
+// manifests/base with manifests/components/openshift and olm; `make bundle` runs it, `make verify` fails
 // when what it writes is not committed.
 package main
 

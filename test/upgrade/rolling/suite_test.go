@@ -2,7 +2,6 @@ package rolling
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/migranet/migranet/test/cluster"
 	"github.com/migranet/migranet/test/env"
 	"github.com/migranet/migranet/test/framework"
-	"github.com/migranet/migranet/test/results"
 	"github.com/migranet/migranet/test/upgrade"
 )
 
@@ -29,17 +27,20 @@ var (
 	previous, current upgrade.Build
 )
 
+// The environment starts from the previous release: its binary and manifests.
 func TestRolling(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "migranet rolling upgrade")
+	framework.RunSuite(t, "migranet rolling upgrade", &f, framework.Suite{
+		Prepare: buildReleases,
+		Started: func(_ context.Context, f *framework.Framework) {
+			f.ProbeAgents.Image(previousImage, previous.Binary)
+			f.ProbeAgents.Image(currentImage, current.Binary)
+		},
+		Timeout: 25 * time.Minute,
+	})
 }
 
-// The spec counts for the summary table of `make test`.
-var _ = ReportAfterSuite("save the spec report", results.SaveGinkgo)
-
-var _ = BeforeSuite(func(ctx context.Context) {
-	dir, err := os.MkdirTemp("", "migranet-rolling-")
-	Expect(err).NotTo(HaveOccurred())
+// buildReleases builds the previous and the current release in dir and starts from the previous.
+func buildReleases(ctx context.Context, dir string, opts *env.Options) {
 	bins, err := cluster.BuildBinaries(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	from, err = upgrade.PreviousRelease(ctx, bins.Kubectl)
@@ -50,10 +51,5 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	current, err = upgrade.BuildAt(ctx, "", filepath.Join(dir, "current"), "current")
 	Expect(err).NotTo(HaveOccurred())
-	f = framework.Start(env.Options{Dir: filepath.Join(dir, "cluster"), Binary: previous.Binary,
-		Release: env.Release{Manifests: previous.Manifests, Image: previousImage}})
-	f.ProbeAgents.Image(previousImage, previous.Binary)
-	f.ProbeAgents.Image(currentImage, current.Binary)
-}, NodeTimeout(25*time.Minute))
-
-var _ = ReportAfterSuite("remove logs of a passing suite", func(r Report) { f.RemoveLogs(r) })
+	opts.Binary, opts.Release = previous.Binary, env.Release{Manifests: previous.Manifests, Image: previousImage}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,8 +37,11 @@ type watch struct {
 	wrong              []string
 	// Samples of the setting's Healthy and Ready conditions ("Healthy=True/PathsVerified": n).
 	conditions map[string]int
-	// Moments Healthy was False or Ready not True.
+	// Moments Healthy was False or Ready not True (or Healthy Unknown, when unknownFlaps).
 	flaps []string
+	// unknownFlaps counts Healthy Unknown as a flap: agents of a release that resume their node's
+	// report (issue 53) keep the verdict through their own restart.
+	unknownFlaps bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -79,13 +83,15 @@ func (w *watch) loop(period time.Duration, step func()) {
 
 // startWatch starts every loop: dry-run creates over feasible and pinned, real migrations of
 // movers one after another, the guard and setting probes, the condition reader.
-func startWatch(ctx context.Context, ns, nad string, feasible, pinned, movers []string) *watch {
-	w := &watch{conditions: map[string]int{}, stop: make(chan struct{})}
+// label (a DNS label) goes into the names of the migrations it creates, one per watch: KubeVirt
+// keeps finished migrations, and a name reused is refused as already existing.
+func startWatch(ctx context.Context, label, ns, nad string, feasible, pinned, movers []string, unknownFlaps bool) *watch {
+	w := &watch{conditions: map[string]int{}, stop: make(chan struct{}), unknownFlaps: unknownFlaps}
 	dry := func(name string, feasible bool) {
 		n := 0
 		w.loop(150*time.Millisecond, func() {
 			n++
-			w.dryRun(ctx, ns, name, fmt.Sprintf("dry-%s-%d", name, n), feasible)
+			w.dryRun(ctx, ns, name, fmt.Sprintf("dry-%s-%s-%d", label, name, n), feasible)
 		})
 	}
 	for _, name := range feasible {
@@ -98,7 +104,7 @@ func startWatch(ctx context.Context, ns, nad string, feasible, pinned, movers []
 		round := 0
 		w.loop(100*time.Millisecond, func() {
 			round++
-			w.migrate(ctx, ns, name, fmt.Sprintf("live-%s-%03d", name, round))
+			w.migrate(ctx, ns, name, fmt.Sprintf("live-%s-%s-%03d", label, name, round))
 		})
 	}
 	w.loop(300*time.Millisecond, func() { w.guard(ctx, ns, nad) })
@@ -201,7 +207,27 @@ func (w *watch) validate(ctx context.Context) {
 	w.add(fmt.Sprintf("invalid value %s: %v (want migranet's refusal on value.vlan)", invalidValue, err))
 }
 
-// readConditions samples Healthy and Ready; Healthy False or Ready not True is a flap.
+// samples counts the condition readings so far (one Healthy and one Ready a reading).
+func (w *watch) samples() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, c := range w.conditions {
+		n += c
+	}
+	return n / 2
+}
+
+// past waits until the watch has read the conditions n more times (it reads them every 250 ms):
+// the watch goes on a little past a rollout, measured in readings, not in time slept.
+func (w *watch) past(ctx context.Context, n int) {
+	GinkgoHelper()
+	from := w.samples()
+	Eventually(w.samples).WithContext(ctx).WithTimeout(framework.Long).Should(BeNumerically(">=", from+n))
+}
+
+// readConditions samples Healthy and Ready; Healthy False (or Unknown, see unknownFlaps) or Ready
+// not True is a flap.
 func (w *watch) readConditions(ctx context.Context) {
 	s := &v1beta1.Setting{}
 	if err := f.Client.Get(ctx, client.ObjectKey{Name: v1beta1.MigrationNetwork}, s); err != nil {
@@ -217,7 +243,8 @@ func (w *watch) readConditions(ctx context.Context) {
 			continue
 		}
 		w.conditions[fmt.Sprintf("%s=%s/%s", typ, c.Status, c.Reason)]++
-		if (typ == v1beta1.ConditionHealthy && c.Status == metav1.ConditionFalse) || (typ == v1beta1.ConditionReady && c.Status != metav1.ConditionTrue) {
+		healthyFlap := c.Status == metav1.ConditionFalse || w.unknownFlaps && c.Status == metav1.ConditionUnknown
+		if (typ == v1beta1.ConditionHealthy && healthyFlap) || (typ == v1beta1.ConditionReady && c.Status != metav1.ConditionTrue) {
 			w.flaps = append(w.flaps, fmt.Sprintf("%s %s=%s/%s: %s", time.Now().Format("15:04:05.000"), typ, c.Status, c.Reason, c.Message))
 		}
 	}

@@ -13,6 +13,9 @@ type Request struct {
 	Sockets []string       `json:"sockets,omitempty"`
 	Ports   map[string]int `json:"ports,omitempty"`
 	PKI     []byte         `json:"pki,omitempty"`
+	// Root is the "launcher's" mount root that a "start-target" request's
+	// Sockets are inside (kvproxy.StartTarget); empty: the first socket's directory.
+	Root string `json:"root,omitempty"`
 	// Stranger is the client a "tlsdial" plays (kvproxy.Strangers).
 	Stranger string `json:"stranger,omitempty"`
 	// Network ("tcp" or "unix") and Size of a "sink" or "send" stream.

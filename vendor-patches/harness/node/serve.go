@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -71,7 +72,11 @@ func (s *server) handle(req *Request, resp *Response) error {
 		}
 		s.manager = m
 	case "start-target":
-		if err := s.manager.StartTargetListener(req.Key, req.Sockets); err != nil {
+		root := req.Root
+		if root == "" && len(req.Sockets) > 0 {
+			root = filepath.Dir(req.Sockets[0])
+		}
+		if err := kvproxy.StartTarget(s.manager, req.Key, root, req.Sockets...); err != nil {
 			return err
 		}
 		resp.Ports = s.manager.GetTargetListenerPorts(req.Key)

@@ -60,7 +60,7 @@ func newPair(t *testing.T, pki *kvproxy.PKI) *pair {
 	if p.source, err = kvproxy.NewManager("127.0.0.1", pki); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.target.StartTargetListener(p.key, []string{backendPath}); err != nil {
+	if err := kvproxy.StartTarget(p.target, p.key, dir, backendPath); err != nil {
 		t.Fatal(err)
 	}
 	ports := p.target.GetTargetListenerPorts(p.key)

@@ -211,7 +211,7 @@ func TestKubeVirtTLSConfigsRefuseStrangers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := target.StartTargetListener(key, []string{backendPath}); err != nil {
+	if err := startTarget(target, key, dir, backendPath); err != nil {
 		t.Fatal(err)
 	}
 	defer target.StopTargetListener(key)

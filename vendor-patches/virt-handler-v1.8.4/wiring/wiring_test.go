@@ -122,7 +122,7 @@ func checkBind(dir, want, unexpected string, withMigration0 bool) []string {
 	}
 	defer ln.Close()
 	const key = "vmi-wiring"
-	if err := m.StartTargetListener(key, []string{backend}); err != nil {
+	if err := startTarget(m, key, dir, backend); err != nil {
 		return append(errs, fmt.Sprintf("StartTargetListener: %v", err))
 	}
 	defer m.StopTargetListener(key)

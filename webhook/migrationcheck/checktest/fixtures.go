@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 )
 
 const (
@@ -74,8 +75,8 @@ func ReadyKubeVirt() *kubevirtv1.KubeVirt {
 	return KubeVirt(corev1.ConditionTrue, settings.KubeVirtReadyReason, "All components are ready.")
 }
 
-func ReadySnapshot() *settings.Snapshot {
-	return &settings.Snapshot{Configured: true, Hash: Hash, AppliedHash: Hash, Network: NAD, ClusterNetwork: CN,
+func ReadySnapshot() *health.Snapshot {
+	return &health.Snapshot{Configured: true, Hash: Hash, AppliedHash: Hash, Network: NAD, ClusterNetwork: CN,
 		Eligible: 3, Attached: 3, Ready: true, Reason: "AllNodesAttached"}
 }
 

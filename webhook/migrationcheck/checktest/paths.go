@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 )
 
@@ -37,14 +38,20 @@ func Failing(peer, reason string, largest int32) ReportOpt {
 	}
 }
 
-// Stale makes the report's last round complete two minutes before Now (stale after one).
+// Stale makes the report's last round complete two minutes before Now: stale after one, and its
+// agent silent (AgentSilent, health.SilentAfter of its 20 s interval).
 func Stale(r *v1beta1.PathReport) {
 	r.LastRound.Started, r.LastRound.Completed = metav1.NewMicroTime(Now.Add(-125*time.Second)), metav1.NewMicroTime(Now.Add(-2*time.Minute))
 }
 
-// Problem makes the agent unable to probe.
+// Problem makes the agent unable to probe, its report written 5 s before Now: an agent that finds
+// a problem writes its report every round with since then (nodeagent.Agent.round), so it is not
+// silent.
 func Problem(problem, message string) ReportOpt {
-	return func(r *v1beta1.PathReport) { r.Problem, r.Message, r.LastRound = problem, message, nil }
+	return func(r *v1beta1.PathReport) {
+		r.Problem, r.Message, r.LastRound = problem, message, nil
+		r.Since = metav1.NewMicroTime(Now.Add(-5 * time.Second))
+	}
 }
 
 // Joined makes the agent begin probing d before Now and complete its first round since: begun
@@ -57,13 +64,13 @@ func Joined(d time.Duration) ReportOpt {
 	}
 }
 
-// Health is settings.Paths of the reports for PathNet.
-func Health(reports ...*v1beta1.PathReport) *settings.PathHealth {
-	return settings.Paths(PathNet, reports)
+// Health is health.Paths of the reports for PathNet.
+func Health(reports ...*v1beta1.PathReport) *health.PathHealth {
+	return health.Paths(PathNet, reports)
 }
 
 // HealthyPaths is every named node's fresh report, nothing failing.
-func HealthyPaths(nodes ...string) *settings.PathHealth {
+func HealthyPaths(nodes ...string) *health.PathHealth {
 	rs := make([]*v1beta1.PathReport, len(nodes))
 	for i, n := range nodes {
 		rs[i] = PathReport(n)
