@@ -18,8 +18,8 @@ type addressCount struct {
 }
 
 // countAddresses counts m's usable addresses (0 when m is nil) against used, the
-// addresses held in the range (Observation.Used: what virt-handlers report, raised to what the
-// range's whereabouts pool holds). free is usable minus used, at least 0.
+// addresses held in the range (Observation.Used: what virt-handlers report together with what
+// whereabouts held at the last read of the range's pool). free is usable minus used, at least 0.
 func countAddresses(m *settings.Network, used int64) addressCount {
 	c := addressCount{usable: m.Usable(), used: big.NewInt(max(used, 0))}
 	c.free = new(big.Int).Sub(c.usable, c.used)

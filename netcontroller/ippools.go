@@ -156,9 +156,9 @@ func PoolName(rng netip.Prefix) string {
 // range). A pod the cache has not seen yet may already hold an address (the CNI ADD runs before
 // the informer delivers the pod), so a candidate counts as gone only when it is absent from both
 // the cache (inCache) and the API server, read after the pool and the reservations. It returns
-// how many addresses of the range whereabouts holds afterwards (HeldAddresses: the pool's and
-// the reservations'; 0 without the whereabouts CRDs).
-func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, assignable func(netip.Addr) bool, inCache func(namespace, name string) bool) (int64, error) {
+// the addresses of the range whereabouts holds afterwards (HeldAddresses: the pool's and the
+// reservations'; none without the whereabouts CRDs).
+func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, assignable func(netip.Addr) bool, inCache func(namespace, name string) bool) (map[netip.Addr]bool, error) {
 	pool := &unstructured.Unstructured{}
 	pool.SetGroupVersionKind(ipPoolKind)
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.WhereaboutsNamespace, Name: PoolName(rng)}, pool)
@@ -166,11 +166,11 @@ func (r *Controller) releaseLeaks(ctx context.Context, rng netip.Prefix, assigna
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		pool = nil
 	case err != nil:
-		return 0, err
+		return nil, err
 	}
 	reservations, err := r.listReservations(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	allocs := poolAllocations(pool)
 	if err := r.releaseAllocations(ctx, pool, allocs, rng, inCache); err != nil {

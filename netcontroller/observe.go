@@ -42,8 +42,26 @@ type Observation struct {
 	Eligible int
 	Attached int
 	// Used counts distinct addresses of the range held by virt-handler pods, on any node (the
-	// controller raises it to the allocation count of the range's whereabouts IPPool).
+	// controller adds those whereabouts held at its last read of the pool: checkPool).
 	Used int64
+}
+
+// reportedAddrs are the distinct addresses of the range that virt-handler pods (scheduled, not
+// terminating) report as their migration0 address.
+func reportedAddrs(in Input) map[netip.Addr]bool {
+	addrs := map[netip.Addr]bool{}
+	if !in.Range.IsValid() {
+		return addrs
+	}
+	for _, p := range in.Pods {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+			continue
+		}
+		if ip, ok := settings.PodMigrationAddr(p); ok && in.Range.Contains(ip) {
+			addrs[ip] = true
+		}
+	}
+	return addrs
 }
 
 // Observe derives each eligible node's migration address, or why it has none, from its
@@ -51,18 +69,14 @@ type Observation struct {
 // be ready, and report in its network-status a migration0 address inside the range.
 func Observe(in Input) Observation {
 	byNode := map[string][]*corev1.Pod{}
-	used := map[netip.Addr]bool{}
 	for _, p := range in.Pods {
 		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
 			continue
 		}
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-		if ip, ok := settings.PodMigrationAddr(p); ok && in.Range.IsValid() && in.Range.Contains(ip) {
-			used[ip] = true
-		}
 	}
 	var obs Observation
-	obs.Used = int64(len(used))
+	obs.Used = int64(len(reportedAddrs(in)))
 	if in.Network == "" {
 		return obs
 	}

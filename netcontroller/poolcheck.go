@@ -31,34 +31,50 @@ type poolCheck struct {
 	mu   sync.Mutex
 	rng  netip.Prefix
 	last time.Time // when the pool was last checked; zero: never for rng
-	held int64     // allocations in the pool after the last check
+	// held are the addresses whereabouts held after the last check (pool and reservations).
+	held map[netip.Addr]bool
 	// retry: the last check failed (a conflicting write, an API error); run again soon.
 	retry bool
 	// seen are the virt-handler pods (namespace/name) in the cache since the last check.
 	seen map[string]bool
 }
 
-// checkPool runs the leak check of the current range's pool when it is due (see PoolCheckSpacing),
-// raises obs.Used to what the pool held at its last check (obs.Used counts what virt-handlers
-// report; the pool also counts leaked and other pods' allocations, so a leak shows in the
-// capacity before it bites), and returns when to reconcile again for the next check. A
-// conflicting update is retried after PoolCheckSpacing.
+// checkPool runs the leak check of the current range's pool when it is due (see PoolCheckSpacing)
+// and sets obs.Used to the addresses held: those whereabouts held at the last check together with
+// those virt-handlers report now (the pool also counts leaked and other pods' allocations, so a
+// leak shows in the capacity before it bites; a replacement's address, taken since, is in the
+// report). It returns when to reconcile again for the next check. A conflicting update is
+// retried after PoolCheckSpacing.
 func (r *Controller) checkPool(ctx context.Context, m *settings.Network, in Input, obs *Observation) (time.Duration, error) {
-	used, requeue, err := r.checkPoolDue(ctx, m, in, obs.Used)
-	obs.Used = used
+	reported := reportedAddrs(in)
+	held, requeue, err := r.checkPoolDue(ctx, m, in, reported)
+	obs.Used = unionCount(held, reported)
 	return requeue, err
 }
 
-func (r *Controller) checkPoolDue(ctx context.Context, m *settings.Network, in Input, used int64) (int64, time.Duration, error) {
+// unionCount is the number of distinct addresses in a and b.
+func unionCount(a, b map[netip.Addr]bool) int64 {
+	n := int64(len(a))
+	for addr := range b {
+		if !a[addr] {
+			n++
+		}
+	}
+	return n
+}
+
+// checkPoolDue runs the check when due and returns what whereabouts held at the last one (none
+// without a check), with the delay to the next.
+func (r *Controller) checkPoolDue(ctx context.Context, m *settings.Network, in Input, reported map[netip.Addr]bool) (map[netip.Addr]bool, time.Duration, error) {
 	st := &r.pool
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if r.APIReader == nil || m == nil || !in.Range.IsValid() {
-		st.rng, st.seen = netip.Prefix{}, nil
-		return used, 0, nil
+		st.rng, st.seen, st.held = netip.Prefix{}, nil, nil
+		return nil, 0, nil
 	}
 	if st.rng != in.Range.Masked() {
-		st.rng, st.last, st.held, st.seen = in.Range.Masked(), time.Time{}, 0, nil
+		st.rng, st.last, st.held, st.seen = in.Range.Masked(), time.Time{}, nil, nil
 	}
 	present := make(map[string]bool, len(in.Pods))
 	vanished := false
@@ -76,21 +92,21 @@ func (r *Controller) checkPoolDue(ctx context.Context, m *settings.Network, in I
 	}
 
 	now := time.Now()
-	if wait := nextPoolCheck(st.last, now, vanished || st.retry, nearFull(m, max(used, st.held))); wait > 0 {
-		return max(used, st.held), wait, nil
+	if wait := nextPoolCheck(st.last, now, vanished || st.retry, nearFull(m, unionCount(st.held, reported))); wait > 0 {
+		return st.held, wait, nil
 	}
 	held, err := r.releaseLeaks(ctx, st.rng, m.Assignable, func(ns, name string) bool { return present[ns+"/"+name] })
 	r.Metrics.step(StepCleanup, err)
 	st.last, st.retry = now, err != nil
 	if apierrors.IsConflict(err) {
 		// whereabouts or another writer changed the pool since it was read: read it again.
-		return max(used, st.held), PoolCheckSpacing, nil
+		return st.held, PoolCheckSpacing, nil
 	}
 	if err != nil {
-		return max(used, st.held), PoolCheckSpacing, err
+		return st.held, PoolCheckSpacing, err
 	}
 	st.held, st.seen = held, present
-	return max(used, held), nextPoolCheck(now, now, false, nearFull(m, max(used, held))), nil
+	return held, nextPoolCheck(now, now, false, nearFull(m, unionCount(held, reported))), nil
 }
 
 // nextPoolCheck is how long after now the pool is due for a check (≤ 0: now), given the last check

@@ -77,10 +77,10 @@ func LeakedReservations(reservations []Reservation, namespace string, podExists 
 	return names
 }
 
-// HeldAddresses counts the distinct addresses whereabouts will not hand out from rng: the pool's
+// HeldAddresses are the distinct addresses whereabouts will not hand out from rng: the pool's
 // allocations (poolAddrs) and every unnamed reservation of an address inside rng that assignable
 // accepts (an address reserved by another range's pod is as taken as one of migranet's pool).
-func HeldAddresses(rng netip.Prefix, poolAddrs []netip.Addr, reservations []Reservation, assignable func(netip.Addr) bool) int64 {
+func HeldAddresses(rng netip.Prefix, poolAddrs []netip.Addr, reservations []Reservation, assignable func(netip.Addr) bool) map[netip.Addr]bool {
 	held := make(map[netip.Addr]bool, len(poolAddrs)+len(reservations))
 	for _, a := range poolAddrs {
 		held[a] = true
@@ -90,7 +90,7 @@ func HeldAddresses(rng netip.Prefix, poolAddrs []netip.Addr, reservations []Rese
 			held[a] = true
 		}
 	}
-	return int64(len(held))
+	return held
 }
 
 // listReservations reads every reservation in whereabouts' namespace (none without its CRD).

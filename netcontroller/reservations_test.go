@@ -91,7 +91,7 @@ func TestHeldAddresses(t *testing.T) {
 		{"excluded, network and broadcast addresses are not", res("192.168.100.200", "192.168.100.0", "192.168.100.255"), 2},
 		{"a named network's reservation is not", []Reservation{{Name: "net1-192.168.100.9"}}, 2},
 	} {
-		if got := HeldAddresses(rng, pool, tc.res, m.Assignable); got != tc.want {
+		if got := int64(len(HeldAddresses(rng, pool, tc.res, m.Assignable))); got != tc.want {
 			t.Errorf("%s: %d held, want %d", tc.name, got, tc.want)
 		}
 	}
