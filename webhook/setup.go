@@ -56,6 +56,7 @@ func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migration
 	if err != nil {
 		return nil, err
 	}
+	state.ConfirmMissingVMIs(mgr.GetAPIReader())
 	cache := mgr.GetCache()
 	// The setting webhook reads the Service ranges from the cache: start that informer with the
 	// manager, not on the first setting edit (none where the API is not served).

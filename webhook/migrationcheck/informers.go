@@ -16,8 +16,8 @@ import (
 
 // Informers is the State the admission webhook reads: every answer comes from an informer store
 // of the manager's cache, derived once per informer event (the nodes with their index, the
-// KubeVirt CR in force, the parsed settings) or looked up by key and index (VMIs, VMIMs). No
-// admission review makes an API request.
+// KubeVirt CR in force, the parsed settings) or looked up by key and index (VMIs, VMIMs). An
+// admission review makes an API request only to confirm a VMI the store does not hold.
 type Informers struct {
 	lookup   *lookup
 	nodes    *nodeSnapshot
@@ -29,6 +29,8 @@ type Informers struct {
 	// traffic is the migrations into and out of each node, counted again after an event that can
 	// change it; nil without a pod cache.
 	traffic *informed[Traffic]
+	// api, when set, confirms a VMI the store does not hold (ConfirmMissingVMIs).
+	api client.Reader
 	// policy, when set, replaces the migration policy read from the settings (WithPolicy).
 	policy *settings.MigrationPolicy
 }
@@ -99,9 +101,12 @@ func (s *Informers) WithPolicy(policy *settings.MigrationPolicy) *Informers {
 }
 
 // VMI implements State.
-func (s *Informers) VMI(_ context.Context, namespace, name string) (*kubevirtv1.VirtualMachineInstance, error) {
-	return s.lookup.vmi(namespace, name)
+func (s *Informers) VMI(ctx context.Context, namespace, name string) (*kubevirtv1.VirtualMachineInstance, error) {
+	return s.lookup.confirmedVMI(ctx, s.api, namespace, name)
 }
+
+// ConfirmMissingVMIs makes s ask api (the manager's API reader) before it calls a VMI absent.
+func (s *Informers) ConfirmMissingVMIs(api client.Reader) { s.api = api }
 
 // MigrationsOf implements State.
 func (s *Informers) MigrationsOf(_ context.Context, namespace, vmiName string) ([]*kubevirtv1.VirtualMachineInstanceMigration, error) {
