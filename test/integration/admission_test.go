@@ -198,7 +198,7 @@ var _ = Describe("migration admission", func() {
 		Eventually(kubeVirtNetwork).WithContext(ctx).WithTimeout(framework.Short).Should(Equal(expectedNAD(net24)))
 	})
 
-	It("makes no API request while answering 1,000 admissions", func(ctx context.Context) {
+	It("makes no API request while answering 1,000 admissions, and one read for a VMI its cache lacks", func(ctx context.Context) {
 		ns := f.Namespace(ctx)
 		Expect(f.Client.Create(ctx, framework.VMI(ns, "vm4", "node-1", nil))).To(Succeed())
 		f.StartVMI(ctx, framework.VMI(ns, "pinned4", "node-1", map[string]string{"kubernetes.io/hostname": "node-1"}))
@@ -216,11 +216,11 @@ var _ = Describe("migration admission", func() {
 		for i := range 1000 {
 			vmiName := "vm4"
 			if i%2 == 1 {
-				vmiName = "missing" // half are refused, half admitted: both paths are exercised
+				vmiName = "pinned4" // half are refused, half admitted: both paths are exercised
 			}
 			err := f.Client.Create(ctx, framework.VMIM(ns, fmt.Sprintf("dry-%d", i), vmiName, nil), client.DryRunAll)
 			if err != nil {
-				Expect(err.Error()).To(ContainSubstring("not found"))
+				Expect(err.Error()).To(ContainSubstring("feasibleTarget"))
 				denied++
 			}
 		}
@@ -239,6 +239,16 @@ var _ = Describe("migration admission", func() {
 		after := managerRequests()
 		GinkgoWriter.Printf("1,050 admissions in %s; migranet API requests before %d after %d\n", elapsed, len(before), len(after))
 		Expect(after[len(before):]).To(BeEmpty(), "requests migranet made while admitting")
+
+		By("a VMI the cache does not hold costs one read of that VMI, and is then refused")
+		for i := range 10 {
+			err := f.Client.Create(ctx, framework.VMIM(ns, fmt.Sprintf("ghost-%d", i), "missing", nil), client.DryRunAll)
+			Expect(err).To(MatchError(ContainSubstring("vmiState")))
+			Expect(err).To(MatchError(ContainSubstring("not found")))
+		}
+		Eventually(func() []string { return managerRequests()[len(after):] }).WithTimeout(framework.Short).Should(And(
+			HaveLen(10), HaveEach(HavePrefix("get /apis/kubevirt.io/v1/namespaces/"+ns+"/virtualmachineinstances/missing"))),
+			"requests migranet made for 10 migrations of a missing VMI")
 	})
 })
 
