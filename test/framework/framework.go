@@ -110,7 +110,8 @@ func (f *Framework) StartVMI(ctx context.Context, vmi *kubevirtv1.VirtualMachine
 // phases and conditions, and the events of the namespace.
 func (f *Framework) describeEndedVMI(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "VMI %s/%s ended %s before running; conditions %+v", vmi.Namespace, vmi.Name, vmi.Status.Phase, vmi.Status.Conditions)
+	fmt.Fprintf(&b, "VMI %s/%s ended %s before running (reason %q, node %q, labels %v); conditions %+v", vmi.Namespace, vmi.Name,
+		vmi.Status.Phase, vmi.Status.Reason, vmi.Status.NodeName, vmi.Labels, vmi.Status.Conditions)
 	pods := &corev1.PodList{}
 	if err := f.Client.List(ctx, pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)}); err == nil {
 		for _, p := range pods.Items {
