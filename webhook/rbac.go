@@ -1,9 +1,11 @@
 package webhook
 
-// What admission reads (all from informers: list and watch only); `make manifests` turns these
-// markers into manifests/rbac.
+// What admission reads (from informers: list and watch; and a get of a VMI the informer does not
+// hold yet, before vmiState calls it missing); `make manifests` turns these markers into
+// manifests/rbac.
 
-// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances;virtualmachineinstancemigrations,verbs=list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 // +kubebuilder:rbac:groups=migranet.io,resources=settings,verbs=list;watch
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=network-attachment-definitions,verbs=get;list;watch,namespace=kubevirt

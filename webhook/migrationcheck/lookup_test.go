@@ -3,7 +3,6 @@ package migrationcheck
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +44,6 @@ func TestConfirmedVMI(t *testing.T) {
 		vmiName  string
 		wantNode string // "" : nil VMI
 		wantGets int
-		wantErr  string
 	}{
 		{name: "in the store: no API read", store: []*kubevirtv1.VirtualMachineInstance{vmi("ns", "a", "store")},
 			api: []client.Object{vmi("ns", "a", "api")}, funcs: counting, vmiName: "a", wantNode: "store"},
@@ -56,7 +54,7 @@ func TestConfirmedVMI(t *testing.T) {
 		{name: "absent from both", funcs: counting, vmiName: "a", wantGets: 1},
 		{name: "no API reader: the store's miss stands", api: []client.Object{vmi("ns", "a", "api")}, noAPI: true, vmiName: "a"},
 		{name: "no name: nothing to read", funcs: counting, vmiName: ""},
-		{name: "the API read fails: an error, not an absence", funcs: failing, vmiName: "a", wantGets: 1, wantErr: "ns/a is absent: connection refused"},
+		{name: "the API read fails: the store's miss stands", funcs: failing, vmiName: "a", wantGets: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,11 +70,7 @@ func TestConfirmedVMI(t *testing.T) {
 				api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.api...).WithInterceptorFuncs(tt.funcs).Build()
 			}
 			got, err := (&lookup{vmis: store}).confirmedVMI(context.Background(), api, "ns", tt.vmiName)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
-				}
-			} else if err != nil {
+			if err != nil {
 				t.Fatal(err)
 			}
 			gotNode := ""
