@@ -202,13 +202,7 @@ func readMetrics(ctx context.Context, cfg *rest.Config, c client.Reader, kubevir
 				_, err = m.Parse(io.Reader(bytes.NewReader(body)))
 			}
 			if err != nil {
-				why := err.Error()
-				if apierrors.IsForbidden(err) {
-					why = "forbidden: needs get on pods/proxy in " + kubevirtNamespace
-				} else if ctx.Err() != nil {
-					why = "no answer within " + metricsTimeout.String()
-				}
-				failed = append(failed, p.Spec.NodeName+": "+firstLine(why))
+				failed = append(failed, p.Spec.NodeName+": "+metricsReadFailure(err, ctx.Err() != nil, kubevirtNamespace))
 				return
 			}
 			read++
@@ -224,6 +218,22 @@ func readMetrics(ctx context.Context, cfg *rest.Config, c client.Reader, kubevir
 		m.From = fmt.Sprintf("virt-handler's /metrics through the API server's pod proxy (%d of %d read; %s)", read, read+len(failed), strings.Join(failed, "; "))
 	}
 	return m
+}
+
+// metricsReadFailure says why virt-handler's /metrics could not be read through the pod proxy:
+// the RBAC the reader lacks only when RBAC refused it (a 403 can also come from the proxied
+// destination or a network filter on the way, which no grant fixes), the deadline when it passed,
+// else the error's first line.
+func metricsReadFailure(err error, timedOut bool, kubevirtNamespace string) string {
+	switch {
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), `cannot get resource "pods/proxy"`):
+		return "forbidden: needs get on pods/proxy in " + kubevirtNamespace
+	case timedOut:
+		return "no answer within " + metricsTimeout.String()
+	case apierrors.IsForbidden(err):
+		return "refused (403) on the way to the pod, not by RBAC: " + firstLine(err.Error())
+	}
+	return firstLine(err.Error())
 }
 
 func firstLine(s string) string {
