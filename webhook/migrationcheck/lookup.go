@@ -3,6 +3,7 @@ package migrationcheck
 import (
 	"context"
 	"fmt"
+	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -104,17 +105,24 @@ func (l *lookup) vmi(namespace, name string) (*kubevirtv1.VirtualMachineInstance
 	return vmi, nil
 }
 
+// confirmTimeout bounds the read that confirms a store miss: well inside the API server's
+// webhook timeout (10 s by default), so a slow API server leaves the store's answer, not a review
+// the API server gives up on.
+const confirmTimeout = 2 * time.Second
+
 // confirmedVMI is vmi with a store miss confirmed by api (nil: not confirmed) before it is called
 // an absence: the store can lag behind a VMI created a moment ago (seen in CI: a Running VMI,
 // read by the test, not yet in the webhook's store, and its migration refused as "not found").
 // A miss is rare (the VMI must exist for any migration to succeed), so the read costs the hot
-// path nothing. When the read fails (an older ClusterRole without get, mid-upgrade), the store's
-// miss stands, as it did before the read was made.
+// path nothing. When the read fails (an older ClusterRole without get, mid-upgrade) or takes longer
+// than confirmTimeout, the store's miss stands, as it did before the read was made.
 func (l *lookup) confirmedVMI(ctx context.Context, api client.Reader, namespace, name string) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi, err := l.vmi(namespace, name)
 	if vmi != nil || err != nil || api == nil || name == "" {
 		return vmi, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	defer cancel()
 	live := &kubevirtv1.VirtualMachineInstance{}
 	if err := api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live); err != nil {
 		return nil, nil

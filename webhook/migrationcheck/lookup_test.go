@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,11 @@ func TestConfirmedVMI(t *testing.T) {
 		gets++
 		return errors.New("connection refused")
 	}}
+	stuck := interceptor.Funcs{Get: func(ctx context.Context, _ client.WithWatch, _ client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+		gets++
+		<-ctx.Done() // an API server that never answers
+		return ctx.Err()
+	}}
 	tests := []struct {
 		name     string
 		store    []*kubevirtv1.VirtualMachineInstance
@@ -55,6 +61,7 @@ func TestConfirmedVMI(t *testing.T) {
 		{name: "no API reader: the store's miss stands", api: []client.Object{vmi("ns", "a", "api")}, noAPI: true, vmiName: "a"},
 		{name: "no name: nothing to read", funcs: counting, vmiName: ""},
 		{name: "the API read fails: the store's miss stands", funcs: failing, vmiName: "a", wantGets: 1},
+		{name: "the API never answers: the store's miss stands once the read's deadline passes", funcs: stuck, vmiName: "a", wantGets: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,9 +76,16 @@ func TestConfirmedVMI(t *testing.T) {
 			if !tt.noAPI {
 				api = fake.NewClientBuilder().WithScheme(scheme).WithObjects(tt.api...).WithInterceptorFuncs(tt.funcs).Build()
 			}
-			got, err := (&lookup{vmis: store}).confirmedVMI(context.Background(), api, "ns", tt.vmiName)
+			// The review's own context outlives the read's bound: the read must end first.
+			ctx, cancel := context.WithTimeout(context.Background(), 4*confirmTimeout)
+			defer cancel()
+			start := time.Now()
+			got, err := (&lookup{vmis: store}).confirmedVMI(ctx, api, "ns", tt.vmiName)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if took := time.Since(start); took > 2*confirmTimeout {
+				t.Errorf("the read took %s: not bounded by confirmTimeout (%s)", took, confirmTimeout)
 			}
 			gotNode := ""
 			if got != nil {
