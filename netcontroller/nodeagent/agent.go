@@ -369,7 +369,7 @@ func (a *Agent) record(ctx context.Context, r *v1beta1.PathReport, results []Res
 func (a *Agent) locate(ctx context.Context) located {
 	var pods corev1.PodList
 	if err := a.Pods.List(ctx, &pods, client.InNamespace(a.KubeVirtNamespace),
-		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}); err != nil {
+		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return located{problem: v1beta1.ProbeNoVirtHandler, msg: "listing virt-handler pods: " + err.Error()}
 	}
 	var best located
@@ -494,7 +494,7 @@ func (a *Agent) peers(ctx context.Context, s *session) ([]Peer, map[string]types
 	live := a.liveAgents(ctx)
 	var handlers corev1.PodList
 	if err := a.Pods.List(ctx, &handlers, client.InNamespace(a.KubeVirtNamespace),
-		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}); err != nil {
+		client.MatchingLabels{settings.VirtHandlerLabel: settings.VirtHandlerValue}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, live
 	}
 	var out []Peer
@@ -513,7 +513,8 @@ func (a *Agent) peers(ctx context.Context, s *session) ([]Peer, map[string]types
 // liveAgents are the nodes whose agent's pod is Ready, each with that pod's UID.
 func (a *Agent) liveAgents(ctx context.Context) map[string]types.UID {
 	var agents corev1.PodList
-	if err := a.Pods.List(ctx, &agents, client.InNamespace(a.AgentNamespace), client.MatchingLabelsSelector{Selector: a.AgentSelector}); err != nil {
+	if err := a.Pods.List(ctx, &agents, client.InNamespace(a.AgentNamespace), client.MatchingLabelsSelector{Selector: a.AgentSelector},
+		client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing the agents' pods")
 		return nil
 	}

@@ -64,7 +64,7 @@ type Options struct {
 	// NodeNetworksMode); NodeNetworksRequired when empty.
 	NodeNetworks NodeNetworksMode
 	// ProbeArgs follow the probe agent pods' own arguments (with real node networks, the agents
-	// run as processes); DefaultProbeArgs when nil.
+	// run as processes); ProbeArgsFor the nodes when nil.
 	ProbeArgs []string
 	// Binary is the migranet binary the replicas and the probe agents run; empty builds the work
 	// tree's. Release is what gets installed (the work tree's manifests when zero). The upgrade
@@ -198,7 +198,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	if opts.ProbeArgs == nil {
-		opts.ProbeArgs = DefaultProbeArgs
+		var why string
+		if opts.ProbeArgs, why = ProbeArgsFor(len(opts.Nodes)); why != "" && e.NodeNetworks != nil {
+			fmt.Fprintln(opts.Progress, "env: "+why)
+		}
 	}
 	e.plainWhy = "none: KubeVirt is simulated (no virt-handler stand-in)"
 	if !opts.SimulatedKubeVirt {
