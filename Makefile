@@ -37,7 +37,7 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: help all build dev test test-unit test-integration mutate bench bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart bundle verify vendor-patches deploy undeploy image release release-key clean
+.PHONY: help all build dev test test-unit test-integration mutate bench scale bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart bundle verify vendor-patches deploy undeploy image release release-key clean
 
 # `make` alone lists the targets: every target carries a `## ` comment, which help prints.
 .DEFAULT_GOAL := help
@@ -112,6 +112,9 @@ mutate: ## not in make test: each known bug in test/mutate/bugs must fail its te
 bench: ## one summary line per measure, with ratios against same-run baselines
 	$(GO) run ./test/bench
 	bash vendor-patches/run.sh bench
+
+scale: ## the scale runs alone (make bench runs them too; never in CI): make dev's lab at 100 nodes, the control plane at 1,000 nodes
+	$(GO) run ./test/bench scale-lab scale-control
 
 bench-record: ## run the Go benchmarks (go run ./test/bench) and write their summary lines, date and machine to docs/benchmarks-latest.md
 	GO=$(GO) bash hack/bench-record.sh

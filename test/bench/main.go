@@ -42,6 +42,8 @@ func main() {
 		{"abort", benchAbort},
 		{"proxy-stream", benchProxyStream},
 		{"drain", benchDrain},
+		{"scale-lab", benchScaleLab},
+		{"scale-control", benchScaleControl},
 	}
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)

@@ -90,6 +90,10 @@ type Options struct {
 	// MigrationProxies: whether those streams cross the patched migration proxy pair
 	// (ProxiesRequired when empty).
 	MigrationProxies MigrationProxiesMode
+	// ReportsByCaller, on simulated node networks, leaves the probe agents' stand-in out: their
+	// pods run (kwok) and the caller writes every PathReport, as the control-plane scale run's
+	// synthetic agents do (sim.ProbeAgents.PodClient gives a client that may).
+	ReportsByCaller bool
 }
 
 // DefaultProbeArgs make the local cluster's probe agents quicker than the DaemonSet's 20 s: a
@@ -131,6 +135,7 @@ type Env struct {
 	simsDone         chan struct{}
 	closeMetrics     func()
 	release          Release // what Reinstall applies
+	reportsByCaller  bool    // Options.ReportsByCaller
 }
 
 // Start brings the environment up; on error everything already started is stopped.
@@ -168,7 +173,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e := &Env{Cluster: c, progress: opts.Progress, release: opts.Release, harvester: opts.Harvester,
-		kubeVirtName: cluster.KubeVirtName, managerArgs: opts.ManagerArgs,
+		kubeVirtName: cluster.KubeVirtName, managerArgs: opts.ManagerArgs, reportsByCaller: opts.ReportsByCaller,
 		stream: [2]int64{cmp.Or(opts.HandlerBandwidth, HandlerStreamBandwidth), cmp.Or(opts.HandlerDirtyRate, HandlerDirtyRate)}}
 	defer func() {
 		if err != nil {
@@ -297,13 +302,16 @@ func (e *Env) startSimulators(handler bool, binary string, probeArgs []string, s
 		return err
 	}
 	what := "virt-operator and Multus simulators, probe agent stand-in reporting the paths not measured"
-	if e.NodeNetworks == nil {
+	switch {
+	case e.NodeNetworks == nil && e.reportsByCaller:
+		what = "virt-operator and Multus simulators; the probe agents' reports are the caller's"
+	case e.NodeNetworks == nil:
 		e.ProbeAgents = &sim.ProbeAgents{Client: mgr.GetClient(), Clientset: e.Clientset, Server: e.Config.Host,
 			CA: e.CA.CertPEM, Dir: e.Dir, Unmeasured: simulated}
 		if err := e.ProbeAgents.SetupWithManager(mgr); err != nil {
 			return err
 		}
-	} else {
+	default:
 		agent := &sim.HarvesterAgent{Client: mgr.GetClient(), Nodes: e.NodeNetworks}
 		if err := agent.SetupWithManager(mgr); err != nil {
 			return err

@@ -374,3 +374,16 @@ func (p *agentProc) kill() {
 type ctrlRunnable func(context.Context) error
 
 func (f ctrlRunnable) Start(ctx context.Context) error { return f(ctx) }
+
+// PIDs are the agent processes running now, by node (the scale bench reads their CPU and memory).
+func (a *ProbeAgents) PIDs() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range a.procs {
+		if !p.exited() && p.cmd.Process != nil {
+			out[p.node] = p.cmd.Process.Pid
+		}
+	}
+	return out
+}

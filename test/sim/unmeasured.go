@@ -37,7 +37,7 @@ func (a *ProbeAgents) reportUnmeasured(ctx context.Context, pod *corev1.Pod) (re
 	if a.unmeasured[pod.UID] == network {
 		return again, nil
 	}
-	c, err := a.podClient(ctx, pod)
+	c, err := a.PodClient(ctx, pod)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -67,8 +67,9 @@ func (a *ProbeAgents) reportUnmeasured(ctx context.Context, pod *corev1.Pod) (re
 	return again, nil
 }
 
-// podClient is a client authenticated as the agent pod (its service account, a token bound to it).
-func (a *ProbeAgents) podClient(ctx context.Context, pod *corev1.Pod) (client.Client, error) {
+// PodClient is a client authenticated as the agent pod (its service account, a token bound to it):
+// the one identity the PathReport policy lets write its node's report.
+func (a *ProbeAgents) PodClient(ctx context.Context, pod *corev1.Pod) (client.Client, error) {
 	path, err := a.kubeconfig(ctx, pod)
 	if err != nil {
 		return nil, err
