@@ -37,7 +37,7 @@ IMG ?= migranet:dev
 OVERLAY ?= manifests
 CONTAINER_TOOL ?= docker
 
-.PHONY: help all build dev test test-unit test-integration mutate bench scale bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart bundle verify vendor-patches deploy undeploy image release release-key clean
+.PHONY: help all build dev test test-unit test-integration mutate bench scale scale-record bench-record docs lint fmt vet manifests kubevirt-crds harvester-crds chart bundle verify vendor-patches deploy undeploy image release release-key clean
 
 # `make` alone lists the targets: every target carries a `## ` comment, which help prints.
 .DEFAULT_GOAL := help
@@ -115,6 +115,9 @@ bench: ## one summary line per measure, with ratios against same-run baselines
 
 scale: ## the scale runs alone (make bench runs them too; never in CI): make dev's lab at 100 nodes, the control plane at 1,000 nodes
 	$(GO) run ./test/bench scale-lab scale-control
+
+scale-record: ## run make scale and write its summary lines, date and machine to docs/scale-latest.md
+	GO=$(GO) BENCH_CMD="$(GO) run ./test/bench scale-lab scale-control" BENCH_RECORD_OUT=docs/scale-latest.md BENCH_RECORD_BY=scale-record bash hack/bench-record.sh
 
 bench-record: ## run the Go benchmarks (go run ./test/bench) and write their summary lines, date and machine to docs/benchmarks-latest.md
 	GO=$(GO) bash hack/bench-record.sh

@@ -12,6 +12,8 @@
 #   BENCH_CMD         the command to run, through bash -c (default: "$GO run ./test/bench");
 #                     e.g. BENCH_CMD='printf "bench x: 1\n"' to try the script without benchmarks
 #   BENCH_RECORD_OUT  the file to write (default: docs/benchmarks-latest.md)
+#   BENCH_RECORD_BY   the make target the file names as its writer (default: bench-record;
+#                     make scale-record: scale-record)
 #   GO                the go command (default: go)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,7 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 cmd=${BENCH_CMD:-"$GO run ./test/bench"}
 out=${BENCH_RECORD_OUT:-docs/benchmarks-latest.md}
+by=${BENCH_RECORD_BY:-bench-record}
 
 raw=$(mktemp "${TMPDIR:-/tmp}/migranet-bench-record.XXXXXX")
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -55,9 +58,9 @@ tmp=$(mktemp "$out.XXXXXX")
 {
   echo "# Latest benchmark figures"
   echo
-  echo "<!-- Written by \`make bench-record\` (hack/bench-record.sh). Never edit by hand: run it again. -->"
+  echo "<!-- Written by \`make $by\` (hack/bench-record.sh). Never edit by hand: run it again. -->"
   echo
-  echo "The summary lines of the last complete \`make bench-record\` run. What each measure is and how"
+  echo "The summary lines of the last complete \`make $by\` run. What each measure is and how"
   echo "to read it: [benchmarks.md](benchmarks.md)."
   echo
   echo "| | |"

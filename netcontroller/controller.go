@@ -57,6 +57,8 @@ type Controller struct {
 	// network's) plugs in here. Nil: migranet's own only.
 	RangeSources []RangeSource
 
+	addrs PodAddrs // the virt-handlers' addresses, from one observation to the next
+
 	// cleaned is the hash whose stale pools were last cleaned, so the cleanup runs once per
 	// applied value, after its rollout, and never on the hot path of node or pod events.
 	cleaned atomic.Pointer[string]
@@ -100,8 +102,9 @@ func watchNetwork(b *builder.Builder, kubevirtNamespace string) *builder.Builder
 func settingKey() metav1.ObjectMeta { return metav1.ObjectMeta{Name: v1beta1.MigrationNetwork} }
 
 // observeSetting reads, from the cache, what an observation needs and judges it.
-func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting) (*health.Snapshot, Input, *settings.Network, Observation, error) {
+func observeSetting(ctx context.Context, c client.Reader, kubevirtNamespace string, s *v1beta1.Setting, addrs *PodAddrs) (*health.Snapshot, Input, *settings.Network, Observation, error) {
 	in, kv, eff, err := gather(ctx, c, kubevirtNamespace, s)
+	in.Addr = addrs.Round()
 	if err != nil {
 		return nil, in, nil, Observation{}, err
 	}
@@ -116,7 +119,7 @@ func (r *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	snap, in, m, obs, err := observeSetting(ctx, r.Client, r.KubeVirtNamespace, s)
+	snap, in, m, obs, err := observeSetting(ctx, r.Client, r.KubeVirtNamespace, s, &r.addrs)
 	r.Metrics.step(StepObserve, err)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -228,7 +231,7 @@ func (r *Controller) cleanOnce(ctx context.Context, s *v1beta1.Setting, snap *he
 // ended, and its pool is not empty yet.
 func stillRolling(in Input) bool {
 	for _, p := range in.Pods {
-		if ip, ok := settings.PodMigrationAddr(p); ok && (!in.Range.IsValid() || !in.Range.Contains(ip)) {
+		if ip, ok := in.addr(p); ok && (!in.Range.IsValid() || !in.Range.Contains(ip)) {
 			return true
 		}
 	}

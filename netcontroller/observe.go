@@ -34,6 +34,16 @@ type Input struct {
 	Range        netip.Prefix      // the setting's range (zero when disabled)
 	// ClusterNetwork is the value's cluster network; "" skips the check that a node carries it.
 	ClusterNetwork string
+	// Addr is a pod's migration0 address (PodAddrs.Round); settings.PodMigrationAddr when nil.
+	Addr func(*corev1.Pod) (netip.Addr, bool)
+}
+
+// addr is p's migration0 address, through in.Addr.
+func (in Input) addr(p *corev1.Pod) (netip.Addr, bool) {
+	if in.Addr == nil {
+		return settings.PodMigrationAddr(p)
+	}
+	return in.Addr(p)
 }
 
 // Observation is how far the eligible nodes are on the migration network.
@@ -57,7 +67,7 @@ func reportedAddrs(in Input) map[netip.Addr]bool {
 		if p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
 			continue
 		}
-		if ip, ok := settings.PodMigrationAddr(p); ok && in.Range.Contains(ip) {
+		if ip, ok := in.addr(p); ok && in.Range.Contains(ip) {
 			addrs[ip] = true
 		}
 	}
@@ -110,7 +120,7 @@ func nodeStatus(node string, pods []*corev1.Pod, in Input) v1beta1.NodeMigration
 			st.Reason = ReasonPodNotReady
 			continue
 		}
-		ip, ok := settings.PodMigrationAddr(p)
+		ip, ok := in.addr(p)
 		switch {
 		case !ok:
 			st.Reason = ReasonNoIP

@@ -21,7 +21,7 @@ func ObserveOnce(ctx context.Context, r client.Reader, kubevirtNamespace string)
 	} else if err != nil {
 		return nil, err
 	}
-	snap, _, _, _, err := observeSetting(ctx, r, kubevirtNamespace, s)
+	snap, _, _, _, err := observeSetting(ctx, r, kubevirtNamespace, s, nil)
 	return snap, err
 }
 

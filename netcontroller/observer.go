@@ -28,6 +28,8 @@ type Observer struct {
 	KubeVirtNamespace string
 	// Snapshots receives every observation.
 	Snapshots *health.Store
+
+	addrs PodAddrs // the virt-handlers' addresses, from one observation to the next
 }
 
 // SetupWithManager runs the observer on every replica (no leader election), with one observation
@@ -49,7 +51,7 @@ func (o *Observer) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
-	snap, _, _, _, err := observeSetting(ctx, o.Client, o.KubeVirtNamespace, s)
+	snap, _, _, _, err := observeSetting(ctx, o.Client, o.KubeVirtNamespace, s, &o.addrs)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

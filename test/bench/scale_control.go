@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ const (
 // ctlRun is what one control-plane size measured.
 type ctlRun struct {
 	nodes                        int
+	attach                       time.Duration // nodes created → every virt-handler attached
 	writeRound                   time.Duration // the agents' writes of one round, 16 at a time
 	verified                     time.Duration // first round written → every pair verified
 	mgrMicrosPerReport           float64       // the manager replicas' CPU per report written
@@ -64,8 +66,8 @@ func benchScaleControl() ([]string, error) {
 	}
 	base, big := runs[0], runs[len(runs)-1]
 	line := func(r ctlRun) string {
-		return fmt.Sprintf("%d nodes (synthetic reports every %s, written in %.1f s): %d pairs verified %.2f s after a round; per report: manager %.0f µs CPU, API server %.0f µs; manager RSS %.1f KiB per node; %s's uplink narrowed: named after %.2f s, its pairs all failing after %.2f s, %d false failures; %s's agent silent: AgentSilent %.1f s after its last round (bound %s); admission p50 %.1f ms, p99 %.1f ms (%d of %d admitted), a dry-run create nothing judges p50 %.1f ms",
-			r.nodes, ctlInterval, r.writeRound.Seconds(), r.nodes*(r.nodes-1)/2, r.verified.Seconds(), r.mgrMicrosPerReport, r.apiMicrosPerReport,
+		return fmt.Sprintf("%d nodes (virt-handlers attached in %.0f s; synthetic reports every %s, written in %.1f s): %d pairs verified %.2f s after a round; per report: manager %.0f µs CPU, API server %.0f µs; manager RSS %.1f KiB per node; %s's uplink narrowed: named after %.2f s, its pairs all failing after %.2f s, %d false failures; %s's agent silent: AgentSilent %.1f s after its last round (bound %s); admission p50 %.1f ms, p99 %.1f ms (%d of %d admitted), a dry-run create nothing judges p50 %.1f ms",
+			r.nodes, r.attach.Seconds(), ctlInterval, r.writeRound.Seconds(), r.nodes*(r.nodes-1)/2, r.verified.Seconds(), r.mgrMicrosPerReport, r.apiMicrosPerReport,
 			r.mgrRSSPerNodeKiB, r.narrowed, r.named.Seconds(), r.allFailing.Seconds(), r.falses, r.silent, r.silentAt.Seconds(), r.silentBound,
 			ms(r.admitP50), ms(r.admitP99), r.admitted, r.admissions, ms(r.baseP50))
 	}
@@ -84,7 +86,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // scaleControl brings up the control plane with n nodes and measures it (benchScaleControl).
 func scaleControl(n int) (ctlRun, error) {
 	r := ctlRun{nodes: n, narrowed: fmt.Sprintf("node-%d", n/2), silent: fmt.Sprintf("node-%d", n/3)}
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "migranet-bench-scale-control-")
 	if err != nil {
@@ -103,15 +105,17 @@ func scaleControl(n int) (ctlRun, error) {
 		return r, err
 	}
 	specs := cluster.DefaultNodes(n)[3:]
+	began := time.Now()
 	if err := parallel(len(specs), 16, func(i int) error { return e.Client.Create(ctx, cluster.NodeObject(specs[i])) }); err != nil {
 		return r, err
 	}
-	if err := until(ctx, 10*time.Minute, func() (bool, error) {
+	if err := until(ctx, 20*time.Minute, func() (bool, error) {
 		s, err := networkSetting(ctx, e)
 		return err == nil && attached(s) == n, err
 	}); err != nil {
 		return r, fmt.Errorf("the %d nodes' virt-handlers never all attached: %w", n, err)
 	}
+	r.attach = time.Since(began)
 	rssBefore, err := e.Manager.RSS()
 	if err != nil {
 		return r, err
@@ -139,14 +143,15 @@ type syntheticAgents struct {
 	nodes   []string
 	clients map[string]client.Client
 	handler map[string]corev1.Pod // node → its virt-handler pod
-	reports map[string]*v1beta1.PathReport
+	reports []*v1beta1.PathReport // by the index of its node in nodes
 	network string
 	since   time.Time
 }
 
 // newSyntheticAgents makes one client per agent pod, with a token bound to the pod.
 func newSyntheticAgents(ctx context.Context, e *env.Env, dir string, n int) (*syntheticAgents, error) {
-	a := &syntheticAgents{clients: map[string]client.Client{}, handler: map[string]corev1.Pod{}, reports: map[string]*v1beta1.PathReport{}, since: time.Now()}
+	a := &syntheticAgents{clients: map[string]client.Client{}, handler: map[string]corev1.Pod{},
+		since: time.Now().Add(-time.Minute)} // before every round's start: the agents began probing then
 	kv, err := e.KubeVirt(context.Background())
 	if err != nil {
 		return nil, err
@@ -185,6 +190,7 @@ func newSyntheticAgents(ctx context.Context, e *env.Env, dir string, n int) (*sy
 	for i, node := range a.nodes {
 		a.clients[node] = clients[i]
 	}
+	a.reports = make([]*v1beta1.PathReport, n)
 	return a, nil
 }
 
@@ -197,7 +203,7 @@ func (a *syntheticAgents) round(ctx context.Context, fail map[string][]string, s
 			return nil
 		}
 		now := time.Now()
-		r := a.reports[node]
+		r := a.reports[i]
 		if r == nil {
 			h := a.handler[node]
 			addr, _ := settings.PodMigrationAddr(&h)
@@ -229,7 +235,7 @@ func (a *syntheticAgents) round(ctx context.Context, fail map[string][]string, s
 		if err != nil {
 			return fmt.Errorf("PathReport %s: %w", node, err)
 		}
-		a.reports[node] = r
+		a.reports[i] = r
 		return nil
 	})
 }
@@ -343,7 +349,7 @@ func (a *syntheticAgents) narrow(ctx context.Context, e *env.Env, r *ctlRun) err
 
 // silence stops r.silent's reports, writes the others every interval, and times AgentSilent.
 func (a *syntheticAgents) silence(ctx context.Context, e *env.Env, r *ctlRun) error {
-	last := a.reports[r.silent].LastRound.Completed.Time
+	last := a.reports[slices.Index(a.nodes, r.silent)].LastRound.Completed.Time
 	r.silentBound = 3 * ctlInterval
 	mentions := regexp.MustCompile(`\b` + regexp.QuoteMeta(r.silent) + `\b`)
 	deadline := last.Add(r.silentBound + 30*time.Second)
