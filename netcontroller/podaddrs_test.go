@@ -19,10 +19,7 @@ func TestPodAddrs(t *testing.T) {
 	}
 	// rewrite changes a pod's address without a new resourceVersion: what only a memo answers
 	// with the old address.
-	rewrite := func(p *corev1.Pod, ip string) *corev1.Pod {
-		c := pod(string(p.UID), p.ResourceVersion, ip)
-		return c
-	}
+	rewrite := func(p *corev1.Pod, ip string) *corev1.Pod { return pod(string(p.UID), p.ResourceVersion, ip) }
 	a := pod("a", "1", "10.0.0.1")
 	b := pod("b", "1", "10.0.0.2")
 	// Looked at first too: pods a memo must not answer for another pod of the same keys.

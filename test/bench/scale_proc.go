@@ -102,10 +102,8 @@ func agentCost(ctx context.Context, e *env.Env, nodes int, window time.Duration)
 		return 0, 0, 0, err
 	}
 	began := time.Now()
-	select {
-	case <-ctx.Done():
-		return 0, 0, 0, ctx.Err()
-	case <-time.After(window):
+	if err := pause(ctx, window); err != nil {
+		return 0, 0, 0, err
 	}
 	elapsed := time.Since(began).Seconds()
 	b1, t1, err := machineTicks()
