@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
@@ -97,4 +98,36 @@ func nodeNamed(in *CreateInput, name string) *corev1.Node {
 		}
 	}
 	return nil
+}
+
+// spreadFrom is the UIDs of the migrations in flight other than in's own, with a budget and a
+// count of the traffic; none past maxPreferred (KubeVirt runs 5 at once by default).
+func spreadFrom(in *CreateInput) []string {
+	if in.Policy == nil || in.Policy.Budget == nil || in.Traffic == nil || len(in.Traffic.InFlight) > maxPreferred+1 {
+		return nil
+	}
+	var out []string
+	for _, uid := range in.Traffic.InFlight {
+		if uid != in.VMIM.UID {
+			out = append(out, string(uid))
+		}
+	}
+	if len(out) > maxPreferred {
+		return nil
+	}
+	return out
+}
+
+// SpreadTerm is the preferred pod anti-affinity term of a target pod against the target pods of
+// the migrations uids, in every namespace, per node (weight budgetWeight). The scheduler counts
+// the pods it has placed but not yet bound (its assumed pods), so target pods made together, each
+// steered before the first is bound, still land on different nodes: the inbound counts the
+// steering reads lag behind exactly those.
+func SpreadTerm(uids []string) corev1.WeightedPodAffinityTerm {
+	return corev1.WeightedPodAffinityTerm{Weight: budgetWeight, PodAffinityTerm: corev1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: kubevirtv1.MigrationJobLabel, Operator: metav1.LabelSelectorOpIn, Values: uids}}},
+		NamespaceSelector: &metav1.LabelSelector{},
+		TopologyKey:       corev1.LabelHostname,
+	}}
 }

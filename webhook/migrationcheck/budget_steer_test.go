@@ -8,6 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
@@ -226,6 +229,85 @@ func TestAtInboundLimitMemo(t *testing.T) {
 			tc.change(&c)
 			if got := names(&c, "node-0", nil); got != tc.want {
 				t.Errorf("after %s: %q, want %q", tc.name, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSteerSpreads: with a budget, the target pod is preferred away from the target pods of the
+// other migrations in flight, in every namespace, per node. Faults caught, each seen to fail
+// once: its own migration listed ("own UID" near miss: the pod would be preferred away from
+// itself, harmless but a term per pod that means nothing when it is the only one); the term
+// without a namespace selector (only its own namespace's target pods counted: the "other
+// namespace" check); a term added without a budget.
+func TestSteerSpreads(t *testing.T) {
+	const own = types.UID("uid-mig")
+	uids := func(n int) []types.UID {
+		var out []types.UID
+		for i := range n {
+			out = append(out, types.UID(fmt.Sprintf("uid-%03d", i)))
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		inFlight []types.UID
+		budget   bool
+		want     []string
+	}{
+		{name: "two others and its own: the two", inFlight: []types.UID{"uid-a", own, "uid-b"}, budget: true, want: []string{"uid-a", "uid-b"}},
+		{name: "only its own: none (near miss)", inFlight: []types.UID{own}, budget: true},
+		{name: "no budget: none", inFlight: []types.UID{"uid-a"}},
+		{name: "100 others and its own: all 100", inFlight: append(uids(100), own), budget: true, want: func() []string {
+			var s []string
+			for _, u := range uids(100) {
+				s = append(s, string(u))
+			}
+			return s
+		}()},
+		{name: "101 others: none (past maxPreferred)", inFlight: uids(101), budget: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := budgetCreate("1Gi", 1, nil)
+			if in.VMIM.UID != own {
+				t.Fatalf("the fixture's migration is %s, not %s", in.VMIM.UID, own)
+			}
+			in.Traffic.InFlight = tt.inFlight
+			if !tt.budget {
+				in.Policy.Budget = nil
+			}
+			s := Steer(&in)
+			if !slices.Equal(s.SpreadFrom, tt.want) {
+				t.Fatalf("SpreadFrom = %v, want %v", s.SpreadFrom, tt.want)
+			}
+			pod := &corev1.Pod{}
+			s.Apply(pod)
+			var terms []corev1.WeightedPodAffinityTerm
+			if pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil {
+				terms = pod.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+			}
+			if len(tt.want) == 0 {
+				if len(terms) != 0 {
+					t.Errorf("anti-affinity %+v, want none", terms)
+				}
+				return
+			}
+			if len(terms) != 1 {
+				t.Fatalf("anti-affinity %+v, want one term", terms)
+			}
+			term := terms[0].PodAffinityTerm
+			sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := labels.Set{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.MigrationJobLabel: tt.want[0]}
+			mine := labels.Set{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.MigrationJobLabel: string(own)}
+			if !sel.Matches(other) || sel.Matches(mine) || terms[0].Weight != budgetWeight || term.TopologyKey != corev1.LabelHostname {
+				t.Errorf("term %+v: want weight %d, per hostname, matching %s's target pod and not its own", terms[0], budgetWeight, tt.want[0])
+			}
+			if term.NamespaceSelector == nil || len(term.NamespaceSelector.MatchLabels)+len(term.NamespaceSelector.MatchExpressions) != 0 {
+				t.Errorf("namespace selector %v: want the empty selector (every namespace: the other namespace's target pods count)", term.NamespaceSelector)
 			}
 		})
 	}

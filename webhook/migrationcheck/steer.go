@@ -56,6 +56,10 @@ type Steering struct {
 	// AtInboundLimit are the nodes into which as many migrations stream as their budget's inbound
 	// limit lets (the policy's budget): preferred against, never excluded.
 	AtInboundLimit []Exclusion `json:"atInboundLimit,omitempty"`
+	// SpreadFrom are the other migrations in flight (their UIDs) with a budget: the pod is
+	// preferred away from the nodes their target pods are on (SpreadTerm), so target pods made
+	// before the scheduler binds the first do not all see its node free.
+	SpreadFrom []string `json:"spreadFrom,omitempty"`
 	// ClusterNetworkLabel, when set, is the node label (value "true") every target must carry.
 	ClusterNetworkLabel string `json:"clusterNetworkLabel,omitempty"`
 	// NoTarget, when set, says why no node is left for the pod: it stays Pending until KubeVirt
@@ -161,6 +165,7 @@ func Steer(in *CreateInput) Steering {
 	if full := AtInboundLimit(in, s.Source, excluded); len(full) <= maxPreferred {
 		s.AtInboundLimit = full
 	}
+	s.SpreadFrom = spreadFrom(in)
 	f := searchTarget(in, t, true)
 	switch {
 	case f.msg != "":
@@ -188,7 +193,7 @@ func sortedKeys(m map[string]string) []string {
 // Changes reports whether s adds anything to a pod.
 func (s *Steering) Changes() bool {
 	return s.Skipped == "" && (len(s.Excluded) > 0 || len(s.Avoided) > 0 || len(s.Unverified) > 0 || len(s.AtInboundLimit) > 0 ||
-		s.ClusterNetworkLabel != "")
+		len(s.SpreadFrom) > 0 || s.ClusterNetworkLabel != "")
 }
 
 // Apply adds s to pod's affinity. The exclusions (one matchFields metadata.name NotIn per node:
@@ -252,6 +257,13 @@ func (s *Steering) Apply(pod *corev1.Pod) {
 		}
 		na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution,
 			corev1.PreferredSchedulingTerm{Weight: budgetWeight, Preference: corev1.NodeSelectorTerm{MatchFields: notIn(full)}})
+	}
+	if len(s.SpreadFrom) > 0 {
+		if pod.Spec.Affinity.PodAntiAffinity == nil {
+			pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+		}
+		pa := pod.Spec.Affinity.PodAntiAffinity
+		pa.PreferredDuringSchedulingIgnoredDuringExecution = append(pa.PreferredDuringSchedulingIgnoredDuringExecution, SpreadTerm(s.SpreadFrom))
 	}
 }
 

@@ -13,8 +13,12 @@ import (
 // caches admission reads (CountTraffic). Immutable once made.
 type Traffic struct {
 	In, Out map[string]int
-	// Counted is how many migrations were counted.
-	Counted int
+	// Counted is how many migrations were counted; Pending how many of them no node counts into
+	// yet (their target pod is not bound).
+	Counted, Pending int
+	// InFlight are the UIDs of the migrations counted, in order: the steering spreads a target pod
+	// away from theirs (SpreadFrom), the inbound slot rule knows a reservation it already counts.
+	InFlight []types.UID
 	// atLimit holds the nodes at their inbound limit worked out once for this count and the
 	// policy, KubeVirt CR and node index it was worked out with (AtInboundLimit).
 	atLimit atomic.Pointer[atLimitMemo]
@@ -96,6 +100,10 @@ func CountTraffic(vmims []*kubevirtv1.VirtualMachineInstanceMigration, vmiOf fun
 			continue
 		}
 		t.Counted++
+		t.InFlight = append(t.InFlight, m.UID)
+		if c.Target == "" {
+			t.Pending++
+		}
 		if c.Source != "" {
 			t.Out[c.Source]++
 		}
@@ -103,7 +111,14 @@ func CountTraffic(vmims []*kubevirtv1.VirtualMachineInstanceMigration, vmiOf fun
 			t.In[c.Target]++
 		}
 	}
+	slices.Sort(t.InFlight)
 	return t
+}
+
+// Has reports whether the migration of uid is counted.
+func (t *Traffic) Has(uid types.UID) bool {
+	_, found := slices.BinarySearch(t.InFlight, uid)
+	return found
 }
 
 // Unfinished reports whether m has not reached Succeeded or Failed (the index of the VMIMs the

@@ -78,7 +78,8 @@ func TestCountedAs(t *testing.T) {
 
 // TestCountTraffic: the per-node counts over several migrations. Faults caught, each seen to fail
 // once: a migration whose target is its source (a VMI restarted on its node) counted into it; a
-// finished migration counted.
+// finished migration counted; a migration bound into its own source counted as pending (Pending is
+// the migrations no node counts into: b only; d is placed); the finished one in InFlight.
 func TestCountTraffic(t *testing.T) {
 	a := checktest.VMIM("a", "vm-a", kubevirtv1.MigrationRunning)
 	b := checktest.VMIM("b", "vm-b", kubevirtv1.MigrationScheduling)
@@ -92,5 +93,11 @@ func TestCountTraffic(t *testing.T) {
 		func(uid types.UID) []*corev1.Pod { return []*corev1.Pod{pods[uid]} })
 	if got.Counted != 3 || len(got.In) != 1 || got.In["node-2"] != 1 || len(got.Out) != 2 || got.Out["node-0"] != 2 || got.Out["node-3"] != 1 {
 		t.Errorf("traffic = %+v, want 3 counted, in {node-2:1}, out {node-0:2 node-3:1}", got)
+	}
+	if got.Pending != 1 {
+		t.Errorf("pending = %d, want 1 (b: its target pod is not bound)", got.Pending)
+	}
+	if !got.Has(a.UID) || !got.Has(b.UID) || !got.Has(d.UID) || got.Has(c.UID) || len(got.InFlight) != 3 {
+		t.Errorf("in flight = %v, want a, b and d, not c (Succeeded)", got.InFlight)
 	}
 }
