@@ -12,6 +12,9 @@ const (
 	RuleFeasibleTarget Rule = "feasibleTarget"
 	RulePathHealthy    Rule = "pathHealthy"
 	RuleVMIState       Rule = "vmiState"
+	// RuleInboundSlot: with a migration budget, some node that can take the target pod has an
+	// inbound slot free.
+	RuleInboundSlot Rule = "inboundSlot"
 	RulePostCopyCancel Rule = "postCopyCancel"
 	RuleHCONetwork     Rule = "hcoNetwork"
 	// RuleRunningPathHealthy judges a migration already streaming: its path must not fail.
@@ -63,6 +66,8 @@ var registry = [...]RuleSpec{
 		"some node other than the VMI's own can take its target pod as the scheduler judges it, carries the cluster network and has its virt-handler on the migration network"},
 	{RulePathHealthy, ModeEnforce, true, OnCreate,
 		"some otherwise feasible target has no failing migration path from the source node in the probe agents' fresh results (targets never probed, or whose results are stale, are admitted with a warning)"},
+	{RuleInboundSlot, ModeEnforce, true, OnCreate,
+		"with a migration budget, some node that could take the target pod has an inbound slot free: fewer migrations stream into it than its inbound limit, after the slots of the migrations admitted but not placed yet; a refusal queues the migration (KubeVirt's evacuation and workload updater create it again), as a ResourceQuota's does; no budget, no check"},
 	{RuleVMIState, ModeEnforce, false, OnCreate,
 		"the VMI exists and has no other migration in flight"},
 	{RulePostCopyCancel, ModeEnforce, false, OnCancel,

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -105,9 +106,45 @@ func (a *APIState) Pods(ctx context.Context) (PodView, error) {
 // Network implements State.
 func (a *APIState) Network() *health.Snapshot { return a.Snapshot }
 
-// Traffic implements State: preflight counts no migrations (it says where a migration may go,
-// not where the steering would prefer it).
-func (a *APIState) Traffic(context.Context) (*Traffic, error) { return nil, nil }
+// Traffic implements State: the unfinished VMIMs listed, each VMI and the target pods read (the
+// pods labelled with a migration's UID), counted as the webhook counts them.
+func (a *APIState) Traffic(ctx context.Context) (*Traffic, error) {
+	list := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	if err := a.Reader.List(ctx, list); err != nil {
+		return nil, err
+	}
+	var vmims []*kubevirtv1.VirtualMachineInstanceMigration
+	for i := range list.Items {
+		if Unfinished(&list.Items[i]) {
+			vmims = append(vmims, &list.Items[i])
+		}
+	}
+	if len(vmims) == 0 {
+		return CountTraffic(nil, nil, nil), nil
+	}
+	pods := &corev1.PodList{}
+	if err := a.Reader.List(ctx, pods, client.HasLabels{kubevirtv1.MigrationJobLabel}); err != nil {
+		return nil, err
+	}
+	targets := map[types.UID][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		uid := types.UID(p.Labels[kubevirtv1.MigrationJobLabel])
+		targets[uid] = append(targets[uid], p)
+	}
+	var readErr error
+	t := CountTraffic(vmims, func(namespace, name string) *kubevirtv1.VirtualMachineInstance {
+		v, err := a.VMI(ctx, namespace, name)
+		if err != nil && readErr == nil {
+			readErr = err
+		}
+		return v
+	}, func(uid types.UID) []*corev1.Pod { return targets[uid] })
+	if readErr != nil {
+		return nil, readErr
+	}
+	return t, nil
+}
 
 // Paths implements State: the PathReports listed from the API server, judged for the NAD the
 // Snapshot names (in KubeVirtNamespace, as the agents name it: namespace/name). Reports that

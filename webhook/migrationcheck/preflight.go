@@ -91,6 +91,10 @@ func ruleVerdicts(in *CreateInput, ds []Decision) []RuleVerdict {
 			rv.Verdict = VerdictExempt
 		case (r == settings.RuleFeasibleTarget || r == settings.RulePathHealthy) && in.VMI == nil:
 			rv.Verdict = VerdictSkipped
+		case r == settings.RuleInboundSlot:
+			if _, judged := roomFor(in); !judged {
+				rv.Verdict = VerdictSkipped // no budget, no VMI, or the traffic not counted
+			}
 		}
 		for _, d := range ds {
 			if d.Rule != r {

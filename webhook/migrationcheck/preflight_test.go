@@ -28,16 +28,21 @@ func TestRuleVerdicts(t *testing.T) {
 	exempt.Policy = policy(nil, "alice")
 	missing := baseCreate()
 	missing.VMI = nil
+	full := budgetCreate("1Gi", 1, map[string]int{"node-1": 1, "node-2": 1, "node-3": 1})
+	room := budgetCreate("1Gi", 1, map[string]int{"node-1": 1, "node-2": 1})
+	const slotRule = settings.RuleInboundSlot
 	for _, tc := range []struct {
 		name string
 		in   CreateInput
 		want map[settings.Rule]string
 	}{
-		{"all pass", baseCreate(), map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictPass, pathRule: VerdictPass, vmiRule: VerdictPass}},
-		{"pinned", pinned, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictFail, pathRule: VerdictPass, vmiRule: VerdictPass}},
-		{"warn and off", warnAll, map[settings.Rule]string{kvRule: VerdictOff, netRule: VerdictPass, tgtRule: VerdictWarn, pathRule: VerdictPass, vmiRule: VerdictPass}},
-		{"exempt", exempt, map[settings.Rule]string{kvRule: VerdictExempt, netRule: VerdictExempt, tgtRule: VerdictExempt, pathRule: VerdictExempt, vmiRule: VerdictPass}},
-		{"missing VMI", missing, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictSkipped, pathRule: VerdictSkipped, vmiRule: VerdictFail}},
+		{"all pass", baseCreate(), map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictPass, pathRule: VerdictPass, vmiRule: VerdictPass, slotRule: VerdictSkipped}},
+		{"pinned", pinned, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictFail, pathRule: VerdictPass, vmiRule: VerdictPass, slotRule: VerdictSkipped}},
+		{"warn and off", warnAll, map[settings.Rule]string{kvRule: VerdictOff, netRule: VerdictPass, tgtRule: VerdictWarn, pathRule: VerdictPass, vmiRule: VerdictPass, slotRule: VerdictSkipped}},
+		{"exempt", exempt, map[settings.Rule]string{kvRule: VerdictExempt, netRule: VerdictExempt, tgtRule: VerdictExempt, pathRule: VerdictExempt, vmiRule: VerdictPass, slotRule: VerdictExempt}},
+		{"missing VMI", missing, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictSkipped, pathRule: VerdictSkipped, vmiRule: VerdictFail, slotRule: VerdictSkipped}},
+		{"budget, every target full", full, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictPass, pathRule: VerdictPass, vmiRule: VerdictPass, slotRule: VerdictFail}},
+		{"budget, a slot free (near miss)", room, map[settings.Rule]string{kvRule: VerdictPass, netRule: VerdictPass, tgtRule: VerdictPass, pathRule: VerdictPass, vmiRule: VerdictPass, slotRule: VerdictPass}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := EvaluateCreate(tc.in)

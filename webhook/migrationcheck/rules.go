@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/migranet/migranet/settings"
@@ -71,9 +72,12 @@ type CreateInput struct {
 	// zero time: when judged).
 	Paths *health.PathHealth
 	Now   time.Time
-	// Traffic is the migrations streaming into and out of each node; read by the steering only,
-	// and only when the policy has a budget (nil: not counted, no node is preferred against by it).
+	// Traffic is the migrations streaming into and out of each node, counted only when the policy
+	// has a budget (nil: not counted; no node is preferred against by it, no slot judged).
 	Traffic *Traffic
+	// Reserved are the migrations other admissions let in whose VMIMs the caches may not show yet
+	// (the inbound slot reservations, webhook/slots); those the traffic counts are not counted twice.
+	Reserved []types.UID
 	// index, when set, is the index of Nodes: a feasible target is then found without walking them.
 	index *nodeIndex
 	// feas is the target search, run once per evaluation for feasibleTarget and pathHealthy.
@@ -125,6 +129,8 @@ func checkCreate(r settings.Rule, in *CreateInput) (f finding, ok bool) {
 		return checkFeasibleTarget(in), true
 	case settings.RulePathHealthy:
 		return checkPathHealthy(in), true
+	case settings.RuleInboundSlot:
+		return checkInboundSlot(in), true
 	case settings.RuleVMIState:
 		return checkVMIState(in), true
 	}

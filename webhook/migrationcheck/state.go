@@ -96,6 +96,11 @@ func GatherCreate(ctx context.Context, st State, vmim *kubevirtv1.VirtualMachine
 	}
 	sv := settingsOf(ctx, st)
 	in.Policy, in.CurrentHash = sv.Policy, sv.Hash
+	if in.Policy != nil && in.Policy.Budget != nil {
+		// Counting that fails leaves the budget out (no slot judged, no node preferred against),
+		// never the request unjudged.
+		in.Traffic, _ = st.Traffic(ctx)
+	}
 	return in, nil
 }
 

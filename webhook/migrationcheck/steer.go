@@ -115,10 +115,6 @@ func GatherSteer(ctx context.Context, st State, pod *corev1.Pod) (in *CreateInpu
 	if in.VMI == nil || in.VMI.Status.NodeName == "" {
 		return nil, "its VMI " + pod.Namespace + "/" + vmiName + " is not known to run on a node", nil
 	}
-	if in.Policy != nil && in.Policy.Budget != nil {
-		// Counting that fails leaves the budget out of this pod's steering, never the pod unsteered.
-		in.Traffic, _ = st.Traffic(ctx)
-	}
 	return in, "", nil
 }
 
