@@ -14,7 +14,7 @@ const (
 	RuleVMIState       Rule = "vmiState"
 	// RuleInboundSlot: with a migration budget, some node that can take the target pod has an
 	// inbound slot free.
-	RuleInboundSlot Rule = "inboundSlot"
+	RuleInboundSlot    Rule = "inboundSlot"
 	RulePostCopyCancel Rule = "postCopyCancel"
 	RuleHCONetwork     Rule = "hcoNetwork"
 	// RuleRunningPathHealthy judges a migration already streaming: its path must not fail.
