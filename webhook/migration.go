@@ -3,13 +3,16 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/migranet/migranet/webhook/migrationcheck"
+	"github.com/migranet/migranet/webhook/slots"
 )
 
 // +kubebuilder:webhook:path=/validate-kubevirt-io-v1-virtualmachineinstancemigration,mutating=false,failurePolicy=ignore,sideEffects=NoneOnDryRun,groups=kubevirt.io,resources=virtualmachineinstancemigrations,verbs=create;delete,versions=v1,name=vmim.migranet.io,admissionReviewVersions=v1,timeoutSeconds=5
@@ -23,6 +26,9 @@ type MigrationValidator struct {
 	Metrics *Metrics
 	// Recorder receives a Warning event on the VMI of each refused migration; nil records none.
 	Recorder record.EventRecorder
+	// Slots holds the inbound slot reservations rule inboundSlot judges with and writes; nil
+	// judges with this replica's cache alone.
+	Slots *slots.Store
 }
 
 // ValidateCreate refuses a migration that cannot succeed.
@@ -32,22 +38,72 @@ func (v *MigrationValidator) ValidateCreate(ctx context.Context, obj runtime.Obj
 		return v.Metrics.notJudged(WebhookVMIMCreate, fmt.Errorf("expected a VirtualMachineInstanceMigration, got %T", obj)), nil
 	}
 	var user string
+	dryRun := false
 	if req, err := admission.RequestFromContext(ctx); err == nil {
 		user = req.UserInfo.Username
+		dryRun = req.DryRun != nil && *req.DryRun
 	}
 	in, err := migrationcheck.GatherCreate(ctx, v.State, vmim, user)
 	if err != nil {
 		return v.Metrics.notJudged(WebhookVMIMCreate, fmt.Errorf("reading the cache: %w", err)), nil
 	}
-	ds := migrationcheck.EvaluateCreate(*in)
+	var ds []migrationcheck.Decision
+	var slotWarning string
+	if v.Slots != nil && migrationcheck.JudgesSlots(in) {
+		ds, slotWarning = v.evaluateWithSlot(ctx, in, dryRun)
+	} else {
+		ds = migrationcheck.EvaluateCreate(*in)
+	}
 	v.Metrics.decided(WebhookVMIMCreate, ds)
 	warnings, err := migrationcheck.Answer(vmim, ds, false)
+	if slotWarning != "" && err == nil {
+		warnings = append(warnings, slotWarning)
+	}
 	if err != nil {
 		v.recordRefusal(ctx, in.VMI, vmim, ds)
 	} else {
 		v.recordWarnings(ctx, in.VMI, vmim, warnings)
 	}
 	return warnings, err
+}
+
+// evaluateWithSlot judges in with the inbound slot reservations (those this replica's cache does
+// not know yet counted as waiting for a slot) and, when the migration is admitted and this is no
+// dry run, reserves its slot; a write that conflicts with another replica's judges again. When the
+// reservations cannot be read or written the migration is judged with this replica's cache alone,
+// and a warning says so.
+func (v *MigrationValidator) evaluateWithSlot(ctx context.Context, in *migrationcheck.CreateInput, dryRun bool) ([]migrationcheck.Decision, string) {
+	var ds []migrationcheck.Decision
+	r := slots.Reservation{UID: in.VMIM.UID, Namespace: in.VMIM.Namespace, VMI: in.VMIM.Spec.VMIName}
+	_, err := v.Slots.Reserve(ctx, r, func(live []slots.Reservation) bool {
+		in.Reserved = unknownMigrations(ctx, v.State, live)
+		ds = migrationcheck.EvaluateCreate(*in)
+		return !dryRun && r.UID != "" && !refused(ds)
+	})
+	if err == nil {
+		return ds, ""
+	}
+	in.Reserved = nil
+	return migrationcheck.EvaluateCreate(*in), "migranet inboundSlot: judged without the other replicas' reservations (" + err.Error() +
+		"): a migration admitted at the same moment by another replica may take the same slot"
+}
+
+// unknownMigrations is the UIDs of the reservations whose VMIM st's cache does not hold: the
+// ones it holds count from the cache (while unfinished).
+func unknownMigrations(ctx context.Context, st migrationcheck.State, live []slots.Reservation) []types.UID {
+	var out []types.UID
+	for _, r := range live {
+		ms, err := st.MigrationsOf(ctx, r.Namespace, r.VMI)
+		if err == nil && slices.ContainsFunc(ms, func(m *kubevirtv1.VirtualMachineInstanceMigration) bool { return m.UID == r.UID }) {
+			continue
+		}
+		out = append(out, r.UID)
+	}
+	return out
+}
+
+func refused(ds []migrationcheck.Decision) bool {
+	return slices.ContainsFunc(ds, func(d migrationcheck.Decision) bool { return d.Deny })
 }
 
 // ValidateUpdate admits every update: the rules are about starting and cancelling migrations.

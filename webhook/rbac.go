@@ -13,3 +13,7 @@ package webhook
 
 // The Warning events recorded on the VMIs of refused migrations (in any namespace).
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// The inbound slot reservations (webhook/slots): read and written by name in migranet's namespace
+// (creating it is granted with the guard's parameter, settings/guard).
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;update,resourceNames=migranet-inbound-slots,namespace=migranet-system

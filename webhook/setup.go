@@ -18,6 +18,7 @@ import (
 	"github.com/migranet/migranet/settings/health"
 	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck"
+	"github.com/migranet/migranet/webhook/slots"
 )
 
 // Options configure the admission webhooks.
@@ -36,10 +37,21 @@ type Options struct {
 	// Paths is the probe agents' path health (netcontroller's path observer publishes it); nil
 	// leaves rule pathHealthy nothing to judge.
 	Paths *health.PathStore
+	// Namespace is migranet's: the inbound slot reservations live there (webhook/slots); ""
+	// judges inbound slots with each replica's cache alone.
+	Namespace string
 	// Mode is who decides the migration network (settings/decider): in Harvester mode migranet's
 	// own setting takes no value; in HCO mode HCO writes the KubeVirt CR, so its changes of the
 	// migration network draw no warning. "" is decider.ModeOwn.
 	Mode decider.Mode
+}
+
+// slotStore is the reservations' store in namespace, nil without one.
+func slotStore(mgr ctrl.Manager, namespace string) *slots.Store {
+	if namespace == "" {
+		return nil
+	}
+	return &slots.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Namespace: namespace}
 }
 
 // Setup registers every admission webhook with the manager's webhook server. Admission reads the
@@ -68,7 +80,7 @@ func SetupState(ctx context.Context, mgr ctrl.Manager, opts Options) (*migration
 		validator admission.CustomValidator
 	}{
 		{&v1beta1.Setting{}, &SettingValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, State: state, Metrics: opts.Metrics, Harvester: opts.Mode == decider.ModeHarvester}},
-		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{State: state, Metrics: opts.Metrics, Recorder: opts.Recorder}},
+		{&kubevirtv1.VirtualMachineInstanceMigration{}, &MigrationValidator{State: state, Metrics: opts.Metrics, Recorder: opts.Recorder, Slots: slotStore(mgr, opts.Namespace)}},
 		{&nadv1.NetworkAttachmentDefinition{}, &NADValidator{Reader: cache, APIReader: mgr.GetAPIReader(), KubeVirtNamespace: opts.KubeVirtNamespace, Metrics: opts.Metrics}},
 		{&kubevirtv1.KubeVirt{}, &KubeVirtValidator{Reader: cache, Metrics: opts.Metrics, HCO: opts.Mode == decider.ModeHCO}},
 	}

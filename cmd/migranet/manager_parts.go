@@ -153,7 +153,7 @@ func setupParts(ctx context.Context, mgr ctrl.Manager, f *managerFlags, m *manag
 		return nil, err
 	}
 	if err := webhook.Setup(ctx, mgr, webhook.Options{KubeVirtNamespace: f.kubevirtNamespace, Snapshots: snapshots, Pods: pods, Paths: paths,
-		Metrics: m.webhook, Recorder: mgr.GetEventRecorderFor("migranet-webhook"), Mode: source.Mode()}); err != nil {
+		Metrics: m.webhook, Recorder: mgr.GetEventRecorderFor("migranet-webhook"), Mode: source.Mode(), Namespace: f.namespace}); err != nil {
 		return nil, fmt.Errorf("setting up webhooks: %w", err)
 	}
 	synced := &webhook.SyncedCheck{Cache: webhook.AllSynced{mgr.GetCache(), pods}}

@@ -46,6 +46,13 @@ func roomFor(in *CreateInput) (r inboundRoom, ok bool) {
 	return r, true
 }
 
+// JudgesSlots reports whether rule inboundSlot judges in (for its user): a budget, a counted
+// traffic, a VMI, and the rule not off.
+func JudgesSlots(in *CreateInput) bool {
+	return in.VMI != nil && in.Policy != nil && in.Policy.Budget != nil && in.Traffic != nil &&
+		in.Policy.ModeFor(settings.RuleInboundSlot, in.User) != settings.ModeOff
+}
+
 // unseen counts the reservations the traffic does not count yet (and not self's).
 func unseen(t *Traffic, reserved []types.UID, self types.UID) int {
 	n := 0
