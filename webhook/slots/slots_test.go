@@ -23,7 +23,7 @@ var t0 = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 func TestLedger(t *testing.T) {
 	rs := []Reservation{{UID: "a", Namespace: "ns", VMI: "vm-a", Expires: t0.Add(time.Second)}, {UID: "b", Namespace: "ns", VMI: "vm-b", Expires: t0}}
 	data := Data(rs)
-	data["c"] = "ns/ " + t0.Format(time.RFC3339Nano) // no VMI
+	data["c"] = "ns/ " + t0.Format(time.RFC3339Nano)  // no VMI
 	data["d"] = "ns/vm-d yesterday"                   // no time
 	data["e"] = "vm-e " + t0.Format(time.RFC3339Nano) // no namespace
 	got := Parse(data)
