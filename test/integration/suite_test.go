@@ -37,6 +37,10 @@ func TestIntegration(t *testing.T) {
 			// virt-controller (test/kubevirt/pathabort_test.go, whose audit check covers them).
 			{Group: "kubevirt.io", Resource: "virtualmachineinstancemigrations", Verbs: []string{"patch", "delete"},
 				Why: "used by the path-abort controller (test/kubevirt)"},
+			// The inbound slot reservations are read and written only when a migration is judged
+			// with a budget (test/drainbudget, whose audit check covers them).
+			{Namespace: "migranet-system", Resource: "configmaps", Verbs: []string{"get", "update"},
+				Why: "the inbound slot reservations (test/drainbudget)"},
 		}},
 	})
 }
