@@ -128,8 +128,8 @@ func TestSteerBudget(t *testing.T) {
 // BenchmarkSteerWorstCaseBudget: BenchmarkSteerWorstCasePaths's steering, indexed as the webhook
 // reads it, without a budget ("off", the same-run baseline) and with one (inbound limit 2) while
 // 100 migrations stream two each into 50 of the 1,000 nodes ("on"): the difference is
-// AtInboundLimit's (a label match, a map read and a message per node something streams into) and
-// the longer preferred term.
+// AtInboundLimit's (a label match, a map read and a message per node something streams into), the
+// longer preferred term, and the spread term naming the 100 migrations in flight.
 func BenchmarkSteerWorstCaseBudget(b *testing.B) {
 	in := worstCasePaths()
 	src := in.VMI.Status.NodeName
@@ -144,6 +144,9 @@ func BenchmarkSteerWorstCaseBudget(b *testing.B) {
 	traffic := &Traffic{In: map[string]int{}, Out: map[string]int{}}
 	for i := range 50 {
 		traffic.In[in.Nodes[500+i].Name] = 2
+	}
+	for i := range 100 { // and so 100 in flight: a spread term of 100 UIDs
+		traffic.InFlight = append(traffic.InFlight, types.UID(fmt.Sprintf("uid-%03d", i)))
 	}
 	in.Traffic = traffic
 	budget := &settings.Budget{Bandwidth: resource.MustParse("1Gi"), InboundMigrations: 2}
