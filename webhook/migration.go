@@ -67,8 +67,8 @@ func (v *MigrationValidator) ValidateCreate(ctx context.Context, obj runtime.Obj
 	return warnings, err
 }
 
-// evaluateWithSlot judges in with the inbound slot reservations (those this replica's cache does
-// not know yet counted as waiting for a slot) and, when the migration is admitted and this is no
+// evaluateWithSlot judges in with the inbound slot reservations (those of migrations the traffic's
+// count does not hold and the cache does not show finished wait for a slot) and, when the migration is admitted and this is no
 // dry run, reserves its slot; a write that conflicts with another replica's judges again. When the
 // reservations cannot be read or written the migration is judged with this replica's cache alone,
 // and a warning says so.
@@ -76,7 +76,7 @@ func (v *MigrationValidator) evaluateWithSlot(ctx context.Context, in *migration
 	var ds []migrationcheck.Decision
 	r := slots.Reservation{UID: in.VMIM.UID, Namespace: in.VMIM.Namespace, VMI: in.VMIM.Spec.VMIName}
 	_, err := v.Slots.Reserve(ctx, r, func(live []slots.Reservation) bool {
-		in.Reserved = unknownMigrations(ctx, v.State, live)
+		in.Reserved = unfinishedReservations(ctx, v.State, live)
 		ds = migrationcheck.EvaluateCreate(*in)
 		return !dryRun && r.UID != "" && !refused(ds)
 	})
@@ -88,13 +88,16 @@ func (v *MigrationValidator) evaluateWithSlot(ctx context.Context, in *migration
 		"): a migration admitted at the same moment by another replica may take the same slot"
 }
 
-// unknownMigrations is the UIDs of the reservations whose VMIM st's cache does not hold: the
-// ones it holds count from the cache (while unfinished).
-func unknownMigrations(ctx context.Context, st migrationcheck.State, live []slots.Reservation) []types.UID {
+// unfinishedReservations is the UIDs of the reservations whose VMIM st's cache does not show
+// finished (Succeeded or Failed): a finished migration holds no slot, whatever its reservation
+// says; the others wait for one unless the traffic's count already holds them (migrationcheck).
+func unfinishedReservations(ctx context.Context, st migrationcheck.State, live []slots.Reservation) []types.UID {
 	var out []types.UID
 	for _, r := range live {
 		ms, err := st.MigrationsOf(ctx, r.Namespace, r.VMI)
-		if err == nil && slices.ContainsFunc(ms, func(m *kubevirtv1.VirtualMachineInstanceMigration) bool { return m.UID == r.UID }) {
+		if err == nil && slices.ContainsFunc(ms, func(m *kubevirtv1.VirtualMachineInstanceMigration) bool {
+			return m.UID == r.UID && !migrationcheck.Unfinished(m)
+		}) {
 			continue
 		}
 		out = append(out, r.UID)

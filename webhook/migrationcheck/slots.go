@@ -53,11 +53,14 @@ func JudgesSlots(in *CreateInput) bool {
 		in.Policy.ModeFor(settings.RuleInboundSlot, in.User) != settings.ModeOff
 }
 
-// unseen counts the reservations the traffic does not count yet (and not self's).
+// unseen counts the reservations (but self's) of migrations the traffic's count did not look at:
+// they wait for a slot. One it looked at counts from the count, whatever the cache shows since
+// (the count is a snapshot taken before the reservations were read: a VMIM the cache shows by
+// then, the count may not).
 func unseen(t *Traffic, reserved []types.UID, self types.UID) int {
 	n := 0
 	for _, uid := range reserved {
-		if uid != self && !t.Has(uid) {
+		if uid != self && !t.Knows(uid) {
 			n++
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // each seen to fail once: a cordoned node's free slot counted ("the free node cordoned"); a node
 // the VMI's nodeSelector rules out counted ("the free node not selected"); the migrations admitted
 // but not placed left out ("one free, one pending"); a reservation the traffic already counts
-// counted twice ("reserved and counted"); >= for > ("two free, two waiting" against "two free,
+// counted twice ("reserved and counted": the count looked at it, whatever it made of it); >= for > ("two free, two waiting" against "two free,
 // one waiting"); the rule judged without a budget.
 func TestInboundSlot(t *testing.T) {
 	full := map[string]int{"node-1": 1, "node-2": 1, "node-3": 1}
@@ -24,7 +24,7 @@ func TestInboundSlot(t *testing.T) {
 		name     string
 		in       map[string]int
 		pending  int
-		inFlight []types.UID
+		known    []types.UID // the migrations the traffic's count looked at
 		reserved []types.UID
 		modify   func(*CreateInput)
 		refused  string // "" admitted; else in the message
@@ -39,7 +39,7 @@ func TestInboundSlot(t *testing.T) {
 		{name: "the source full: it is no target", in: map[string]int{"node-0": 3, "node-1": 1, "node-2": 1}},
 		{name: "one free, one pending (near miss)", in: twoFull, pending: 1, refused: "1 migration is admitted but not placed yet"},
 		{name: "one free, one reserved the traffic does not count", in: twoFull, reserved: []types.UID{"uid-x"}, refused: "1 migration is admitted"},
-		{name: "one free, reserved and counted (near miss)", in: twoFull, inFlight: []types.UID{"uid-x"}, reserved: []types.UID{"uid-x"}},
+		{name: "one free, reserved and counted (near miss)", in: twoFull, known: []types.UID{"uid-x"}, reserved: []types.UID{"uid-x"}},
 		{name: "one free, its own reservation", in: twoFull, reserved: []types.UID{"uid-mig"}},
 		{name: "two free, one waiting", in: map[string]int{"node-1": 1}, pending: 1},
 		{name: "two free, two waiting (near miss)", in: map[string]int{"node-1": 1}, pending: 1, reserved: []types.UID{"uid-y"},
@@ -54,7 +54,7 @@ func TestInboundSlot(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := budgetCreate("1Gi", 1, tt.in)
-			in.Traffic.Pending, in.Traffic.InFlight, in.Reserved = tt.pending, tt.inFlight, tt.reserved
+			in.Traffic.Pending, in.Traffic.seen, in.Reserved = tt.pending, tt.known, tt.reserved
 			if tt.modify != nil {
 				tt.modify(&in)
 			}

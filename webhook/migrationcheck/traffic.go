@@ -19,6 +19,8 @@ type Traffic struct {
 	// InFlight are the UIDs of the migrations counted, in order: the steering spreads a target pod
 	// away from theirs (SpreadFrom), the inbound slot rule knows a reservation it already counts.
 	InFlight []types.UID
+	// seen are the UIDs of every migration the count looked at (counted or not), in order.
+	seen []types.UID
 	// atLimit holds the nodes at their inbound limit worked out once for this count and the
 	// policy, KubeVirt CR and node index it was worked out with (AtInboundLimit).
 	atLimit atomic.Pointer[atLimitMemo]
@@ -95,6 +97,7 @@ func CountTraffic(vmims []*kubevirtv1.VirtualMachineInstanceMigration, vmiOf fun
 		if m == nil {
 			continue
 		}
+		t.seen = append(t.seen, m.UID)
 		c := CountedAs(m, vmiOf(m.Namespace, m.Spec.VMIName), targetsOf(m.UID))
 		if c.Why != CountedStreaming && c.Why != CountedPending {
 			continue
@@ -112,7 +115,15 @@ func CountTraffic(vmims []*kubevirtv1.VirtualMachineInstanceMigration, vmiOf fun
 		}
 	}
 	slices.Sort(t.InFlight)
+	slices.Sort(t.seen)
 	return t
+}
+
+// Knows reports whether the count looked at the migration of uid (an unfinished VMIM when it was
+// counted), whether it counts it or not.
+func (t *Traffic) Knows(uid types.UID) bool {
+	_, found := slices.BinarySearch(t.seen, uid)
+	return found
 }
 
 // Has reports whether the migration of uid is counted.

@@ -100,4 +100,7 @@ func TestCountTraffic(t *testing.T) {
 	if !got.Has(a.UID) || !got.Has(b.UID) || !got.Has(d.UID) || got.Has(c.UID) || len(got.InFlight) != 3 {
 		t.Errorf("in flight = %v, want a, b and d, not c (Succeeded)", got.InFlight)
 	}
+	if !got.Knows(a.UID) || !got.Knows(c.UID) || got.Knows("uid-never") {
+		t.Errorf("knows %v, want every migration passed (a to d), not uid-never", got.seen)
+	}
 }
