@@ -101,21 +101,31 @@ func nodeNamed(in *CreateInput, name string) *corev1.Node {
 }
 
 // spreadFrom is the UIDs of the migrations in flight other than in's own, with a budget and a
-// count of the traffic; none past maxPreferred (KubeVirt runs 5 at once by default).
+// count of the traffic; none past maxPreferred (KubeVirt runs 5 at once by default). Without its
+// own among them it is the count's own list, shared (capacity capped: an append copies it).
 func spreadFrom(in *CreateInput) []string {
-	if in.Policy == nil || in.Policy.Budget == nil || in.Traffic == nil || len(in.Traffic.InFlight) > maxPreferred+1 {
+	t := in.Traffic
+	if in.Policy == nil || in.Policy.Budget == nil || t == nil || len(t.InFlight) > maxPreferred+1 {
 		return nil
 	}
-	var out []string
-	for _, uid := range in.Traffic.InFlight {
-		if uid != in.VMIM.UID {
-			out = append(out, string(uid))
+	all := t.inFlight
+	if len(all) != len(t.InFlight) {
+		all = make([]string, len(t.InFlight))
+		for i, uid := range t.InFlight {
+			all[i] = string(uid)
 		}
 	}
-	if len(out) > maxPreferred {
+	own, mine := slices.BinarySearch(t.InFlight, in.VMIM.UID)
+	switch {
+	case mine && len(all) == 1:
+		return nil
+	case mine:
+		all = slices.Concat(all[:own], all[own+1:])
+	}
+	if len(all) == 0 || len(all) > maxPreferred {
 		return nil
 	}
-	return out
+	return all[:len(all):len(all)]
 }
 
 // SpreadTerm is the preferred pod anti-affinity term of a target pod against the target pods of

@@ -21,6 +21,9 @@ type Traffic struct {
 	InFlight []types.UID
 	// seen are the UIDs of every migration the count looked at (counted or not), in order.
 	seen []types.UID
+	// inFlight is InFlight as strings, made once per count (every steered pod's spread term
+	// names them); nil for a Traffic made by hand.
+	inFlight []string
 	// atLimit holds the nodes at their inbound limit worked out once for this count and the
 	// policy, KubeVirt CR and node index it was worked out with (AtInboundLimit).
 	atLimit atomic.Pointer[atLimitMemo]
@@ -116,6 +119,10 @@ func CountTraffic(vmims []*kubevirtv1.VirtualMachineInstanceMigration, vmiOf fun
 	}
 	slices.Sort(t.InFlight)
 	slices.Sort(t.seen)
+	t.inFlight = make([]string, len(t.InFlight))
+	for i, uid := range t.InFlight {
+		t.inFlight[i] = string(uid)
+	}
 	return t
 }
 
