@@ -198,7 +198,7 @@ var _ = Describe("a drain of two nodes onto three under an inbound limit of 1", 
 		close(sampling)
 		<-sampled
 		mu.Lock()
-		GinkgoWriter.Printf("peak inbound migrations per node: %v\n", peak)
+		AddReportEntry("peak inbound migrations per node", fmt.Sprint(peak))
 		Expect(worst).To(BeEmpty(), "two migrations streamed into one node at once")
 		Expect(peak).To(HaveLen(3), "the drain used the three targets")
 		mu.Unlock()
