@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,31 +36,6 @@ func setSetting(ctx context.Context, name, value string) {
 	patch := client.MergeFrom(s.DeepCopy())
 	s.Value = value
 	Expect(f.Client.Patch(ctx, s, patch)).To(Succeed())
-}
-
-// startVM creates a VirtualMachine (runStrategy Always, evictionStrategy LiveMigrate) whose VMI
-// prefers node (weight 100) and streams its 128 MiB at 16 MiB/s when it migrates (8 s), and waits
-// until the VMI runs there.
-func startVM(ctx context.Context, ns, name, node string) {
-	GinkgoHelper()
-	tmpl := framework.VMI(ns, name, node, nil)
-	strategy := kubevirtv1.EvictionStrategyLiveMigrate
-	tmpl.Spec.EvictionStrategy = &strategy
-	always := kubevirtv1.RunStrategyAlways
-	vm := &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &always, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{sim.HandlerBandwidthAnnotation: "16Mi", sim.HandlerDirtyRateAnnotation: "0"}},
-			Spec:       tmpl.Spec,
-		}},
-	}
-	Expect(f.Client.Create(ctx, vm)).To(Succeed())
-	Eventually(func(g Gomega) {
-		v := &kubevirtv1.VirtualMachineInstance{}
-		g.Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, v)).To(Succeed())
-		g.Expect(v.Status.Phase).To(Equal(kubevirtv1.Running), "VMI %s/%s phase", ns, name)
-		g.Expect(v.Status.NodeName).To(Equal(node))
-	}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
 }
 
 // inbound counts, per node, the migrations streaming into it now: a VMIM not Succeeded or Failed
@@ -129,20 +103,13 @@ var _ = Describe("a drain of two nodes onto three under an inbound limit of 1", 
 			for _, n := range []string{"node-1", "node-2"} {
 				_, _, _ = f.Kubectl("", "uncordon", n)
 			}
-			vms := &kubevirtv1.VirtualMachineList{}
-			Expect(f.Client.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
-			for i := range vms.Items {
-				Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &vms.Items[i]))).To(Succeed())
-			}
-			Eventually(func(g Gomega) {
-				left := &kubevirtv1.VirtualMachineInstanceList{}
-				g.Expect(f.Client.List(ctx, left, client.InNamespace(ns))).To(Succeed())
-				g.Expect(left.Items).To(BeEmpty())
-			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+			f.DeleteVMs(ctx, ns)
 		})
 		for _, src := range []string{"node-1", "node-2"} {
 			for i := range 3 {
-				startVM(ctx, ns, fmt.Sprintf("%s-vm-%d", strings.TrimPrefix(src, "node-"), i), src)
+				// 128 MiB at 16 MiB/s: each migration streams 8 s.
+				f.StartEvacuableVM(ctx, framework.VMI(ns, fmt.Sprintf("%s-vm-%d", strings.TrimPrefix(src, "node-"), i), src, nil), src,
+					map[string]string{sim.HandlerBandwidthAnnotation: "16Mi", sim.HandlerDirtyRateAnnotation: "0"})
 			}
 		}
 

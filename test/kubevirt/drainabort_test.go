@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,32 +22,11 @@ import (
 // migration left stalling on the broken path keeps the drain from completing.
 const drainTimeout = 75 * time.Second
 
-// startEvacuableVM creates a VirtualMachine (runStrategy Always, evictionStrategy LiveMigrate)
-// whose VMI prefers node-1 (weight 100), then node-2 (weight 50), with the template annotations
-// given, and waits until its VMI runs on node-1.
+// startEvacuableVM starts a LiveMigrate VM whose VMI prefers node-1 (weight 100), then node-2
+// (weight 50), with the template annotations given, and waits until its VMI runs on node-1.
 func startEvacuableVM(ctx context.Context, ns, name string, annotations map[string]string) {
 	GinkgoHelper()
-	tmpl := preferring(ns, name, "node-2")
-	strategy := kubevirtv1.EvictionStrategyLiveMigrate
-	tmpl.Spec.EvictionStrategy = &strategy
-	always := kubevirtv1.RunStrategyAlways
-	vm := &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: kubevirtv1.VirtualMachineSpec{
-			RunStrategy: &always,
-			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
-				Spec:       tmpl.Spec,
-			},
-		},
-	}
-	Expect(f.Client.Create(ctx, vm)).To(Succeed())
-	Eventually(func(g Gomega) {
-		v := &kubevirtv1.VirtualMachineInstance{}
-		g.Expect(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, v)).To(Succeed())
-		g.Expect(v.Status.Phase).To(Equal(kubevirtv1.Running), "VMI %s/%s phase", ns, name)
-		g.Expect(v.Status.NodeName).To(Equal("node-1"))
-	}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
+	f.StartEvacuableVM(ctx, preferring(ns, name, "node-2"), "node-1", annotations)
 }
 
 // streamingTo returns the VMIs of names whose current migration streams to node.
@@ -95,18 +73,7 @@ var _ = Describe("a node drain while a migration path breaks mid-stream", func()
 		// Runs before the namespace's cleanup: a drain left unfinished (a failing run) keeps the
 		// VMIs marked for evacuation, and KubeVirt would create migrations while that cleanup
 		// waits for them to end; with the VMs deleted their VMIs go, and so do the migrations.
-		DeferCleanup(func(ctx context.Context) {
-			vms := &kubevirtv1.VirtualMachineList{}
-			Expect(f.Client.List(ctx, vms, client.InNamespace(ns))).To(Succeed())
-			for i := range vms.Items {
-				Expect(client.IgnoreNotFound(f.Client.Delete(ctx, &vms.Items[i]))).To(Succeed())
-			}
-			Eventually(func(g Gomega) {
-				left := &kubevirtv1.VirtualMachineInstanceList{}
-				g.Expect(f.Client.List(ctx, left, client.InNamespace(ns))).To(Succeed())
-				g.Expect(left.Items).To(BeEmpty())
-			}).WithContext(ctx).WithTimeout(framework.Long).Should(Succeed())
-		})
+		DeferCleanup(func(ctx context.Context) { f.DeleteVMs(ctx, ns) })
 		names := []string{"db-0", "db-1", "db-2"}
 		slow := map[string]string{sim.HandlerBandwidthAnnotation: "16Mi", sim.HandlerDirtyRateAnnotation: "0"}
 		for _, name := range names {
