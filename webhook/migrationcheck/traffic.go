@@ -16,8 +16,9 @@ type Traffic struct {
 	// Counted is how many migrations were counted; Pending how many of them no node counts into
 	// yet (their target pod is not bound).
 	Counted, Pending int
-	// InFlight are the UIDs of the migrations counted, in order: the steering spreads a target pod
-	// away from theirs (SpreadFrom), the inbound slot rule knows a reservation it already counts.
+	// InFlight are the UIDs of the migrations counted whose target pod is made (bound or not), in
+	// order: the steering spreads a target pod away from theirs (SpreadFrom). A migration KubeVirt
+	// has not made a target pod for yet (its own limits hold it) has nothing to spread from.
 	InFlight []types.UID
 	// seen are the UIDs of every migration the count looked at (counted or not), in order.
 	seen []types.UID
@@ -45,10 +46,11 @@ const (
 )
 
 // Counted is how one migration counts: Why (one of the reasons above), and the nodes it counts
-// out of and into ("" for none).
+// out of and into ("" for none); Placing when its target pod is made but not bound yet.
 type Counted struct {
 	Why            string
 	Source, Target string
+	Placing        bool
 }
 
 // CountedAs is how migration m of vmi (nil: unknown) counts, its target pods given (the pods
@@ -83,9 +85,10 @@ func CountedAs(m *kubevirtv1.VirtualMachineInstanceMigration, vmi *kubevirtv1.Vi
 			continue
 		}
 		if p.Spec.NodeName != "" {
-			c.Why, c.Target = CountedStreaming, p.Spec.NodeName
+			c.Why, c.Target, c.Placing = CountedStreaming, p.Spec.NodeName, false
 			return c
 		}
+		c.Placing = true
 	}
 	return c
 }
@@ -106,7 +109,9 @@ func CountTraffic(vmims []*kubevirtv1.VirtualMachineInstanceMigration, vmiOf fun
 			continue
 		}
 		t.Counted++
-		t.InFlight = append(t.InFlight, m.UID)
+		if c.Target != "" || c.Placing {
+			t.InFlight = append(t.InFlight, m.UID)
+		}
 		if c.Target == "" {
 			t.Pending++
 		}

@@ -43,12 +43,12 @@ func TestCountedAs(t *testing.T) {
 		want    Counted
 	}{
 		{name: "no target pod yet: out of the VMI's node, into none", vmim: m, vmi: vmi, want: Counted{Why: CountedPending, Source: "node-0"}},
-		{name: "target pod pending: the same", vmim: m, vmi: vmi, targets: []*corev1.Pod{targetPod(m.UID, "", corev1.PodPending)},
-			want: Counted{Why: CountedPending, Source: "node-0"}},
+		{name: "target pod pending: the same, placing", vmim: m, vmi: vmi, targets: []*corev1.Pod{targetPod(m.UID, "", corev1.PodPending)},
+			want: Counted{Why: CountedPending, Source: "node-0", Placing: true}},
 		{name: "target pod bound: into its node", vmim: m, vmi: vmi, targets: []*corev1.Pod{targetPod(m.UID, "node-2", corev1.PodPending)},
 			want: Counted{Why: CountedStreaming, Source: "node-0", Target: "node-2"}},
 		{name: "attachment pod bound, target pending: into none", vmim: m, vmi: vmi, targets: []*corev1.Pod{attachment, targetPod(m.UID, "", corev1.PodPending)},
-			want: Counted{Why: CountedPending, Source: "node-0"}},
+			want: Counted{Why: CountedPending, Source: "node-0", Placing: true}},
 		{name: "failed target pod: its node not counted", vmim: m, vmi: vmi, targets: []*corev1.Pod{targetPod(m.UID, "node-2", corev1.PodFailed)},
 			want: Counted{Why: CountedPending, Source: "node-0"}},
 		{name: "the VMI's migration state names both nodes", vmim: m, vmi: withState(m.UID, kubevirtv1.MigrationPreCopy, false, "node-0", "node-1"),
@@ -85,20 +85,26 @@ func TestCountTraffic(t *testing.T) {
 	b := checktest.VMIM("b", "vm-b", kubevirtv1.MigrationScheduling)
 	c := checktest.VMIM("c", "vm-c", kubevirtv1.MigrationSucceeded)
 	d := checktest.VMIM("d", "vm-d", kubevirtv1.MigrationRunning)
-	vmis := map[string]string{"vm-a": "node-0", "vm-b": "node-0", "vm-c": "node-1", "vm-d": "node-3"}
+	e := checktest.VMIM("e", "vm-e", kubevirtv1.MigrationPending) // KubeVirt made no target pod yet
+	vmis := map[string]string{"vm-a": "node-0", "vm-b": "node-0", "vm-c": "node-1", "vm-d": "node-3", "vm-e": "node-4"}
 	pods := map[types.UID]*corev1.Pod{a.UID: targetPod(a.UID, "node-2", corev1.PodRunning), b.UID: targetPod(b.UID, "", corev1.PodPending),
 		c.UID: targetPod(c.UID, "node-2", corev1.PodRunning), d.UID: targetPod(d.UID, "node-3", corev1.PodRunning)}
-	got := CountTraffic([]*kubevirtv1.VirtualMachineInstanceMigration{a, b, c, d, nil},
+	got := CountTraffic([]*kubevirtv1.VirtualMachineInstanceMigration{a, b, c, d, e, nil},
 		func(_, name string) *kubevirtv1.VirtualMachineInstance { return checktest.VMI(vmis[name], nil) },
-		func(uid types.UID) []*corev1.Pod { return []*corev1.Pod{pods[uid]} })
-	if got.Counted != 3 || len(got.In) != 1 || got.In["node-2"] != 1 || len(got.Out) != 2 || got.Out["node-0"] != 2 || got.Out["node-3"] != 1 {
-		t.Errorf("traffic = %+v, want 3 counted, in {node-2:1}, out {node-0:2 node-3:1}", got)
+		func(uid types.UID) []*corev1.Pod {
+			if p := pods[uid]; p != nil {
+				return []*corev1.Pod{p}
+			}
+			return nil
+		})
+	if got.Counted != 4 || len(got.In) != 1 || got.In["node-2"] != 1 || len(got.Out) != 3 || got.Out["node-0"] != 2 || got.Out["node-3"] != 1 || got.Out["node-4"] != 1 {
+		t.Errorf("traffic = %+v, want 4 counted, in {node-2:1}, out {node-0:2 node-3:1 node-4:1}", got)
 	}
-	if got.Pending != 1 {
-		t.Errorf("pending = %d, want 1 (b: its target pod is not bound)", got.Pending)
+	if got.Pending != 2 {
+		t.Errorf("pending = %d, want 2 (b: its target pod is not bound; e: it has none)", got.Pending)
 	}
-	if !got.Has(a.UID) || !got.Has(b.UID) || !got.Has(d.UID) || got.Has(c.UID) || len(got.InFlight) != 3 {
-		t.Errorf("in flight = %v, want a, b and d, not c (Succeeded)", got.InFlight)
+	if !got.Has(a.UID) || !got.Has(b.UID) || !got.Has(d.UID) || got.Has(c.UID) || got.Has(e.UID) || len(got.InFlight) != 3 {
+		t.Errorf("in flight = %v, want a, b and d: not c (Succeeded), not e (no target pod: the near miss)", got.InFlight)
 	}
 	if !got.Knows(a.UID) || !got.Knows(c.UID) || got.Knows("uid-never") {
 		t.Errorf("knows %v, want every migration passed (a to d), not uid-never", got.seen)
