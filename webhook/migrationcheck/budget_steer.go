@@ -100,22 +100,23 @@ func nodeNamed(in *CreateInput, name string) *corev1.Node {
 	return nil
 }
 
-// spreadFrom is the UIDs of the migrations in flight other than in's own, with a budget and a
-// count of the traffic; none past maxPreferred (KubeVirt runs 5 at once by default). Without its
+// spreadFrom is the UIDs of the migrations whose target pods are being placed (made, not bound)
+// other than in's own, with a budget and a count of the traffic; none past maxPreferred (KubeVirt
+// runs 5 at once by default). Without its
 // own among them it is the count's own list, shared (capacity capped: an append copies it).
 func spreadFrom(in *CreateInput) []string {
 	t := in.Traffic
-	if in.Policy == nil || in.Policy.Budget == nil || t == nil || len(t.InFlight) > maxPreferred+1 {
+	if in.Policy == nil || in.Policy.Budget == nil || t == nil || len(t.Placing) > maxPreferred+1 {
 		return nil
 	}
-	all := t.inFlight
-	if len(all) != len(t.InFlight) {
-		all = make([]string, len(t.InFlight))
-		for i, uid := range t.InFlight {
+	all := t.placing
+	if len(all) != len(t.Placing) {
+		all = make([]string, len(t.Placing))
+		for i, uid := range t.Placing {
 			all[i] = string(uid)
 		}
 	}
-	own, mine := slices.BinarySearch(t.InFlight, in.VMIM.UID)
+	own, mine := slices.BinarySearch(t.Placing, in.VMIM.UID)
 	switch {
 	case mine && len(all) == 1:
 		return nil
@@ -129,10 +130,11 @@ func spreadFrom(in *CreateInput) []string {
 }
 
 // SpreadTerm is the preferred pod anti-affinity term of a target pod against the target pods of
-// the migrations uids, in every namespace, per node (weight budgetWeight). The scheduler counts
-// the pods it has placed but not yet bound (its assumed pods), so target pods made together, each
-// steered before the first is bound, still land on different nodes: the inbound counts the
-// steering reads lag behind exactly those.
+// the migrations uids (those not bound when it was steered), in every namespace, per node (weight
+// budgetWeight). The scheduler counts the pods it has placed but not yet bound (its assumed pods),
+// so target pods made together, each steered before the first is bound, still land on different
+// nodes: the inbound counts the steering reads lag behind exactly those; a bound one is counted
+// into its node already (AtInboundLimit).
 func SpreadTerm(uids []string) corev1.WeightedPodAffinityTerm {
 	return corev1.WeightedPodAffinityTerm{Weight: budgetWeight, PodAffinityTerm: corev1.PodAffinityTerm{
 		LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{

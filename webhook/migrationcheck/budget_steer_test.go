@@ -129,7 +129,8 @@ func TestSteerBudget(t *testing.T) {
 // reads it, without a budget ("off", the same-run baseline) and with one (inbound limit 2) while
 // 100 migrations stream two each into 50 of the 1,000 nodes ("on"): the difference is
 // AtInboundLimit's (a label match, a map read and a message per node something streams into), the
-// longer preferred term, and the spread term naming the 100 migrations in flight.
+// longer preferred term, and the spread term naming 100 migrations whose target pods are being
+// placed (the cap; a drain has a few at once).
 func BenchmarkSteerWorstCaseBudget(b *testing.B) {
 	in := worstCasePaths()
 	src := in.VMI.Status.NodeName
@@ -145,8 +146,8 @@ func BenchmarkSteerWorstCaseBudget(b *testing.B) {
 	for i := range 50 {
 		traffic.In[in.Nodes[500+i].Name] = 2
 	}
-	for i := range 100 { // and so 100 in flight: a spread term of 100 UIDs
-		traffic.InFlight = append(traffic.InFlight, types.UID(fmt.Sprintf("uid-%03d", i)))
+	for i := range 100 { // and 100 more being placed: a spread term of 100 UIDs (the cap)
+		traffic.Placing = append(traffic.Placing, types.UID(fmt.Sprintf("uid-%03d", i)))
 	}
 	in.Traffic = traffic
 	budget := &settings.Budget{Bandwidth: resource.MustParse("1Gi"), InboundMigrations: 2}
@@ -238,7 +239,7 @@ func TestAtInboundLimitMemo(t *testing.T) {
 }
 
 // TestSteerSpreads: with a budget, the target pod is preferred away from the target pods of the
-// other migrations in flight, in every namespace, per node. Faults caught, each seen to fail
+// other migrations being placed, in every namespace, per node. Faults caught, each seen to fail
 // once: its own migration listed ("own UID" near miss: the pod would be preferred away from
 // itself, harmless but a term per pod that means nothing when it is the only one); the term
 // without a namespace selector (only its own namespace's target pods counted: the "other
@@ -253,22 +254,22 @@ func TestSteerSpreads(t *testing.T) {
 		return out
 	}
 	tests := []struct {
-		name     string
-		inFlight []types.UID
-		budget   bool
-		want     []string
+		name    string
+		placing []types.UID
+		budget  bool
+		want    []string
 	}{
-		{name: "two others and its own: the two", inFlight: []types.UID{"uid-a", own, "uid-b"}, budget: true, want: []string{"uid-a", "uid-b"}},
-		{name: "only its own: none (near miss)", inFlight: []types.UID{own}, budget: true},
-		{name: "no budget: none", inFlight: []types.UID{"uid-a"}},
-		{name: "100 others and its own: all 100", inFlight: append(uids(100), own), budget: true, want: func() []string {
+		{name: "two others and its own: the two", placing: []types.UID{"uid-a", own, "uid-b"}, budget: true, want: []string{"uid-a", "uid-b"}},
+		{name: "only its own: none (near miss)", placing: []types.UID{own}, budget: true},
+		{name: "no budget: none", placing: []types.UID{"uid-a"}},
+		{name: "100 others and its own: all 100", placing: append(uids(100), own), budget: true, want: func() []string {
 			var s []string
 			for _, u := range uids(100) {
 				s = append(s, string(u))
 			}
 			return s
 		}()},
-		{name: "101 others: none (past maxPreferred)", inFlight: uids(101), budget: true},
+		{name: "101 others: none (past maxPreferred)", placing: uids(101), budget: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,7 +277,7 @@ func TestSteerSpreads(t *testing.T) {
 			if in.VMIM.UID != own {
 				t.Fatalf("the fixture's migration is %s, not %s", in.VMIM.UID, own)
 			}
-			in.Traffic.InFlight = tt.inFlight
+			in.Traffic.Placing = tt.placing
 			if !tt.budget {
 				in.Policy.Budget = nil
 			}

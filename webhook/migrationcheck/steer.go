@@ -56,9 +56,10 @@ type Steering struct {
 	// AtInboundLimit are the nodes into which as many migrations stream as their budget's inbound
 	// limit lets (the policy's budget): preferred against, never excluded.
 	AtInboundLimit []Exclusion `json:"atInboundLimit,omitempty"`
-	// SpreadFrom are the other migrations in flight (their UIDs) with a budget: the pod is
-	// preferred away from the nodes their target pods are on (SpreadTerm), so target pods made
-	// before the scheduler binds the first do not all see its node free.
+	// SpreadFrom are the other migrations whose target pods are made but not bound (their UIDs),
+	// with a budget: the pod is preferred away from the nodes the scheduler puts them on
+	// (SpreadTerm), so target pods made before the scheduler binds the first do not all see its
+	// node free.
 	SpreadFrom []string `json:"spreadFrom,omitempty"`
 	// ClusterNetworkLabel, when set, is the node label (value "true") every target must carry.
 	ClusterNetworkLabel string `json:"clusterNetworkLabel,omitempty"`

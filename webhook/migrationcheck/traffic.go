@@ -16,15 +16,17 @@ type Traffic struct {
 	// Counted is how many migrations were counted; Pending how many of them no node counts into
 	// yet (their target pod is not bound).
 	Counted, Pending int
-	// InFlight are the UIDs of the migrations counted whose target pod is made (bound or not), in
-	// order: the steering spreads a target pod away from theirs (SpreadFrom). A migration KubeVirt
-	// has not made a target pod for yet (its own limits hold it) has nothing to spread from.
-	InFlight []types.UID
+	// Placing are the UIDs of the migrations counted whose target pod is made but not bound, in
+	// order: the steering spreads a target pod away from theirs (SpreadFrom), the pods the
+	// scheduler may have placed already while the counts do not show it. A bound one counts into
+	// its node (In); one KubeVirt has not made a target pod for yet (its own limits hold it) has
+	// nothing to spread from.
+	Placing []types.UID
 	// seen are the UIDs of every migration the count looked at (counted or not), in order.
 	seen []types.UID
-	// inFlight is InFlight as strings, made once per count (every steered pod's spread term
+	// placing is Placing as strings, made once per count (every steered pod's spread term
 	// names them); nil for a Traffic made by hand.
-	inFlight []string
+	placing []string
 	// atLimit holds the nodes at their inbound limit worked out once for this count and the
 	// policy, KubeVirt CR and node index it was worked out with (AtInboundLimit).
 	atLimit atomic.Pointer[atLimitMemo]
@@ -109,8 +111,8 @@ func CountTraffic(vmims []*kubevirtv1.VirtualMachineInstanceMigration, vmiOf fun
 			continue
 		}
 		t.Counted++
-		if c.Target != "" || c.Placing {
-			t.InFlight = append(t.InFlight, m.UID)
+		if c.Placing {
+			t.Placing = append(t.Placing, m.UID)
 		}
 		if c.Target == "" {
 			t.Pending++
@@ -122,11 +124,11 @@ func CountTraffic(vmims []*kubevirtv1.VirtualMachineInstanceMigration, vmiOf fun
 			t.In[c.Target]++
 		}
 	}
-	slices.Sort(t.InFlight)
+	slices.Sort(t.Placing)
 	slices.Sort(t.seen)
-	t.inFlight = make([]string, len(t.InFlight))
-	for i, uid := range t.InFlight {
-		t.inFlight[i] = string(uid)
+	t.placing = make([]string, len(t.Placing))
+	for i, uid := range t.Placing {
+		t.placing[i] = string(uid)
 	}
 	return t
 }
@@ -138,9 +140,9 @@ func (t *Traffic) Knows(uid types.UID) bool {
 	return found
 }
 
-// Has reports whether the migration of uid is counted.
-func (t *Traffic) Has(uid types.UID) bool {
-	_, found := slices.BinarySearch(t.InFlight, uid)
+// IsPlacing reports whether the target pod of the migration of uid is made but not bound.
+func (t *Traffic) IsPlacing(uid types.UID) bool {
+	_, found := slices.BinarySearch(t.Placing, uid)
 	return found
 }
 

@@ -79,7 +79,7 @@ func TestCountedAs(t *testing.T) {
 // TestCountTraffic: the per-node counts over several migrations. Faults caught, each seen to fail
 // once: a migration whose target is its source (a VMI restarted on its node) counted into it; a
 // finished migration counted; a migration bound into its own source counted as pending (Pending is
-// the migrations no node counts into: b only; d is placed); the finished one in InFlight.
+// the migrations no node counts into: b only; d is placed); Placing is b alone.
 func TestCountTraffic(t *testing.T) {
 	a := checktest.VMIM("a", "vm-a", kubevirtv1.MigrationRunning)
 	b := checktest.VMIM("b", "vm-b", kubevirtv1.MigrationScheduling)
@@ -103,8 +103,8 @@ func TestCountTraffic(t *testing.T) {
 	if got.Pending != 2 {
 		t.Errorf("pending = %d, want 2 (b: its target pod is not bound; e: it has none)", got.Pending)
 	}
-	if !got.Has(a.UID) || !got.Has(b.UID) || !got.Has(d.UID) || got.Has(c.UID) || got.Has(e.UID) || len(got.InFlight) != 3 {
-		t.Errorf("in flight = %v, want a, b and d: not c (Succeeded), not e (no target pod: the near miss)", got.InFlight)
+	if !got.IsPlacing(b.UID) || got.IsPlacing(a.UID) || got.IsPlacing(d.UID) || got.IsPlacing(c.UID) || got.IsPlacing(e.UID) || len(got.Placing) != 1 {
+		t.Errorf("placing = %v, want b only: not a or d (bound: counted into their nodes, the near miss), not c (Succeeded), not e (no target pod)", got.Placing)
 	}
 	if !got.Knows(a.UID) || !got.Knows(c.UID) || got.Knows("uid-never") {
 		t.Errorf("knows %v, want every migration passed (a to d), not uid-never", got.seen)
