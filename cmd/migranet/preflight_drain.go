@@ -66,6 +66,11 @@ type planState struct {
 	paths    *health.PathHealth
 }
 
+// Traffic implements migrationcheck.State: none. The plan queues the drain's migrations behind
+// the inbound limits itself (drainplan.Simulate), as rule inboundSlot's refusals queue KubeVirt's
+// evacuation; judging each VMI against the slots in use now would call a wait a block.
+func (s *planState) Traffic(context.Context) (*migrationcheck.Traffic, error) { return nil, nil }
+
 func newPlanState(ctx context.Context, api *migrationcheck.APIState, d *drainCluster) (*planState, error) {
 	st := &planState{APIState: api, d: d}
 	var err error
