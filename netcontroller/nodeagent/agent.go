@@ -75,16 +75,9 @@ type Agent struct {
 	Budget        client.Reader
 	BudgetChanged <-chan struct{}
 
-	cur     *session
-	failing map[string]v1beta1.PeerPath
-	// checked holds the peers the last round judged (passing or failing); checkedAll says every
-	// peer not in failing passed (a report resumed after a restart, whose round covered the live
-	// peers). checkedAt is when that round started: a round that starts more than
-	// health.SilentAfter later (the agent was held, or its rounds hung) did not watch the paths
-	// in between, so a failure it finds starts anew, with no check before it.
-	checked    map[string]bool
-	checkedAll bool
-	checkedAt  time.Time
+	cur *session
+	// memory holds each peer's last check (Memory): what dates a failure a round finds.
+	memory Memory
 	// notReady says why the agent does not answer probes ("" while it does); see Ready.
 	notReady atomic.Pointer[string]
 	// watch is the round watchdog (Live), from Run's start.
@@ -327,12 +320,10 @@ func seconds(d time.Duration) int32 { return int32((d + time.Second - 1) / time.
 // failing), the round-trip times.
 func (a *Agent) record(ctx context.Context, r *v1beta1.PathReport, results []Result) {
 	log := ctrl.LoggerFrom(ctx)
+	started, interval := r.LastRound.Started.Time, time.Duration(r.IntervalSeconds)*time.Second
 	next := map[string]v1beta1.PeerPath{}
-	checked := make(map[string]bool, len(results))
-	watched := Watched(a.checkedAt, r.LastRound.Started.Time, time.Duration(r.IntervalSeconds)*time.Second)
 	var rtts []time.Duration
 	for _, res := range results {
-		checked[res.Node] = true
 		if res.RTT > 0 {
 			rtts = append(rtts, res.RTT)
 			if res.RTT.Microseconds() > r.LastRound.MaxRTTMicros {
@@ -340,24 +331,23 @@ func (a *Agent) record(ctx context.Context, r *v1beta1.PathReport, results []Res
 			}
 		}
 		if res.Reason == "" {
-			if _, was := a.failing[res.Node]; was {
+			if a.memory.Failing(res.Node) {
 				log.Info("path passes again", "peer", res.Node)
 			}
 			continue
 		}
 		p := v1beta1.PeerPath{Node: res.Node, Address: res.Addr.Addr().String(), Reason: res.Reason, Largest: int32(res.Largest),
 			Message: health.PathMessage(a.Node, res.Node, res.Reason, int(r.MTU), res.Largest)}
-		prev, was := a.failing[res.Node]
-		before := watched && (was || a.checked[res.Node] || a.checkedAll)
+		prev, was, checked := a.memory.Before(res.Node, res.Addr.Addr(), started, interval)
 		var isNew bool
-		p.Since, p.AfterCheck, isNew = FailingSince(prev, was && watched, before, p.Reason, metav1.NewMicroTime(res.At))
+		p.Since, p.AfterCheck, isNew = FailingSince(prev, was, checked, p.Reason, metav1.NewMicroTime(res.At))
 		if isNew {
-			log.Info("path fails", "peer", res.Node, "reason", p.Reason, "message", p.Message)
+			log.Info("path fails", "peer", res.Node, "reason", p.Reason, "message", p.Message, "afterCheck", p.AfterCheck)
 		}
 		next[res.Node] = p
 		r.Failing = append(r.Failing, p)
 	}
-	a.failing, a.checked, a.checkedAll, a.checkedAt = next, checked, false, r.LastRound.Started.Time
+	a.memory.Record(results, next, started, interval)
 	r.LastRound.Failing = int32(len(r.Failing))
 	if len(rtts) > 0 {
 		slices.Sort(rtts)
@@ -448,7 +438,7 @@ func (a *Agent) open(ctx context.Context, loc located) error {
 	}
 	go p.Serve()
 	a.cur = &session{network: loc.network, podUID: loc.podUID, addr: loc.addr, mtu: mtu, netns: [2]uint64{dev, ino}, prober: p}
-	a.failing, a.checked, a.checkedAll, a.checkedAt = nil, nil, false, time.Time{}
+	a.memory = Memory{}
 	// A restarted agent (same pod, same address) carries on from its last report: no verdict lost.
 	a.resume(ctx, a.cur)
 	if sh, err := OpenShaper(path, settings.MigrationInterface, a.Port); err != nil {

@@ -54,6 +54,7 @@ func (a *Agent) resume(ctx context.Context, s *session) {
 	}
 	if kept, ok := Resume(r, s.network, s.podUID, s.addr, time.Now()); ok {
 		// The resumed round covered the live peers: those it does not list passed.
-		s.since, a.failing, a.checkedAll, a.checkedAt = kept.Since, kept.Failing, true, kept.Seen
+		s.since = kept.Since
+		a.memory.Resume(kept)
 	}
 }

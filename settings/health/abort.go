@@ -78,9 +78,9 @@ type AbortDecision struct {
 // migration seconds before, could not have known that failure either; and a failure whose first
 // probe missed the stamp would never count for this migration (its since stays while it fails).
 // The probe must come from an
-// agent that had checked the pair the round before (PeerPath.AfterCheck: an agent restarted without
-// its previous verdict, or back from a gap, or a peer back from a restart, would otherwise make an
-// old failure look new).
+// agent that had checked the pair before, within the silence bound (PeerPath.AfterCheck: an agent
+// restarted without its previous verdict, or back from a gap, or a peer back from a long absence,
+// would otherwise make an old failure look new).
 // A failure known before the migration started is admission's business (rule pathHealthy): an
 // admin who let the migration try a path the probes distrust (rule at warn, an exemption) is not
 // overruled mid-stream. Every fault from source to target counts; from target to source,

@@ -243,10 +243,11 @@ type PeerPath struct {
 	// stays (this run of failures).
 	// +optional
 	Since *metav1.MicroTime `json:"since,omitempty"`
-	// AfterCheck says the agent had checked this peer in the round before, watched without a gap,
-	// and found it passing or failing otherwise: the failure began after that check. False when
-	// the first check of the peer (the agent's, or since the peer came back) found it failing:
-	// its beginning is not known.
+	// AfterCheck says the agent had checked this peer at this address before, within the silence
+	// bound (three intervals), and found it passing or failing otherwise: the failure began after
+	// that check. A round that left the peer out (its agent not Ready then) does not undo it.
+	// False when the first check of the peer (the agent's, or since the peer came back from an
+	// absence longer than the bound) found it failing: its beginning is not known.
 	// +optional
 	AfterCheck bool `json:"afterCheck,omitempty"`
 }

@@ -283,8 +283,16 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 		By("the path passes a round, then breaks while the migration streams: aborted")
 		patchNode(ctx, target, setUplink(cluster.DefaultUplinkMTU), setUplink(cluster.DefaultUplinkMTU))
 		Eventually(sourceLists).WithContext(ctx).WithTimeout(framework.Long).Should(BeNil(), "the source's report no longer lists the pair")
+		broke := time.Now()
 		patchNode(ctx, target, setUplink(1500), setUplink(cluster.DefaultUplinkMTU))
-		Eventually(gone).WithContext(ctx).WithArguments(ns, "m").WithTimeout(abortBound).Should(BeTrue())
+		Eventually(gone).WithContext(ctx).WithArguments(ns, "m").WithTimeout(abortBound).Should(BeTrue(), func() string {
+			// What the source's report said at the timeout: whether the break was found, and dated.
+			r := &v1beta1.PathReport{}
+			err := f.Client.Get(ctx, client.ObjectKey{Name: source}, r)
+			return fmt.Sprintf("%.1f s after the break, the source's report (read: %v): last round %+v, failing %+v",
+				time.Since(broke).Seconds(), err, r.LastRound, r.Failing)
+		})
+		GinkgoWriter.Printf("a break after a passing round aborted %.1f s after it (bound %s)\n", time.Since(broke).Seconds(), abortBound)
 		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, health.ReasonMigrationPathBroken).WithTimeout(framework.Short).
 			Should(ContainElement(HavePrefix("VirtualMachineInstanceMigration/m: ")))
 	})
