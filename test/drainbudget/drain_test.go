@@ -29,15 +29,6 @@ const (
 	drainTimeout = 4 * time.Minute
 )
 
-func setSetting(ctx context.Context, name, value string) {
-	GinkgoHelper()
-	s := &v1beta1.Setting{}
-	Expect(f.Client.Get(ctx, client.ObjectKey{Name: name}, s)).To(Succeed())
-	patch := client.MergeFrom(s.DeepCopy())
-	s.Value = value
-	Expect(f.Client.Patch(ctx, s, patch)).To(Succeed())
-}
-
 // inbound counts, per node, the migrations streaming into it now: a VMIM not Succeeded or Failed
 // whose target pod (labelled with its UID, not terminating or ended) is bound to the node, and
 // whose VMI's migration state, when it names this migration, is neither completed nor failed.
@@ -94,11 +85,11 @@ var _ = Describe("a drain of two nodes onto three under an inbound limit of 1", 
 		if f.NodeNetworks == nil {
 			Skip("the streams and the probe agents need the nodes' real networks (MIGRANET_TEST_SKIP=netns)")
 		}
-		setSetting(ctx, v1beta1.MigrationNetwork, network)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, network)
 		Eventually(f.SettingCondition).WithContext(ctx).WithArguments(v1beta1.ConditionReady).
 			WithTimeout(framework.Long).Should(Equal("True/" + netcontroller.ReasonReady))
 		f.WaitPathsProven(ctx)
-		setSetting(ctx, v1beta1.MigrationPolicy, budget)
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, budget)
 		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 		ns := f.Namespace(ctx)
 		DeferCleanup(func(ctx context.Context) {

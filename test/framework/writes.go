@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/test/cluster"
 )
 
@@ -41,4 +42,15 @@ func (f *Framework) SetUplinkMTU(ctx context.Context, node string, mtu int) {
 	patch := client.MergeFrom(n.DeepCopy())
 	n.Annotations[cluster.UplinkMTUAnnotationPrefix+cluster.DefaultClusterNetwork] = fmt.Sprint(mtu)
 	Expect(f.Client.Patch(ctx, n, patch)).To(Succeed())
+}
+
+// SetSetting sets the value of the Setting name (an admin's `kubectl edit setting`), which the
+// settings webhook admits.
+func (f *Framework) SetSetting(ctx context.Context, name, value string) {
+	GinkgoHelper()
+	s := &v1beta1.Setting{}
+	Expect(f.Client.Get(ctx, client.ObjectKey{Name: name}, s)).To(Succeed())
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Value = value
+	Expect(f.Client.Patch(ctx, s, patch)).To(Succeed())
 }

@@ -66,7 +66,7 @@ var _ = Describe("a node drain while a migration path breaks mid-stream", func()
 
 	It("completes: migranet aborts the migrations streaming to the broken node, the evacuation retries, every VM lands on the healthy node", func(ctx context.Context) {
 		const drained, broken, healthy = "node-1", "node-2", "node-3"
-		setSetting(ctx, v1beta1.MigrationNetwork, jumbo)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, jumbo)
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 		ns := f.Namespace(ctx)

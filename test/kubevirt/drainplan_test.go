@@ -175,7 +175,7 @@ var _ = Describe("the drain plan of a node with five VMIs, and the drain that fo
 
 	It("gives each VMI its verdict and target, moves the affected VMIs when a path breaks, and the drain uses the targets it named", func(ctx context.Context) {
 		const drained = "node-1"
-		setSetting(ctx, v1beta1.MigrationNetwork, jumbo)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, jumbo)
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 		kubeconfig := readOnlyAdmin(ctx)

@@ -110,7 +110,7 @@ var _ = Describe("the examples", func() {
 // cleanUpExamples undoes what the examples leave behind, even when they stopped halfway: the
 // default policy, and the demo namespace gone (its migrations force-cancelled first).
 func cleanUpExamples(ctx context.Context) {
-	setSetting(ctx, v1beta1.MigrationPolicy, "")
+	f.SetSetting(ctx, v1beta1.MigrationPolicy, "")
 	vmims := &kubevirtv1.VirtualMachineInstanceMigrationList{}
 	Expect(f.Client.List(ctx, vmims, client.InNamespace("demo"))).To(Succeed())
 	for i := range vmims.Items {

@@ -30,15 +30,6 @@ func vmimYAML(ns, name, vmi string, annotations ...string) string {
 	return fmt.Sprintf("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstanceMigration\nmetadata: {name: %s, namespace: %s%s}\nspec: {vmiName: %s}\n", name, ns, ann, vmi)
 }
 
-// setSetting patches the value of a migranet Setting.
-func setSetting(ctx context.Context, name, value string) {
-	s := &v1beta1.Setting{}
-	ExpectWithOffset(1, f.Client.Get(ctx, client.ObjectKey{Name: name}, s)).To(Succeed())
-	patch := client.MergeFrom(s.DeepCopy())
-	s.Value = value
-	ExpectWithOffset(1, f.Client.Patch(ctx, s, patch)).To(Succeed())
-}
-
 // networkCondition returns "<status>/<reason>" of a vm-migration-network condition, or "stale"
 // while it describes an older generation.
 func networkCondition(ctx context.Context, typ string) string {
@@ -61,7 +52,7 @@ func waitNetworkReady(ctx context.Context, readyReason string) {
 // takes migration0 away, but migranet's kubevirtReady rule (and so the next spec) does.
 func resetSettings(ctx context.Context) {
 	for _, name := range []string{v1beta1.MigrationPolicy, v1beta1.MigrationNetwork} {
-		setSetting(ctx, name, "")
+		f.SetSetting(ctx, name, "")
 	}
 	waitNetworkReady(ctx, netcontroller.ReasonPodNetwork)
 	ExpectWithOffset(1, f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())

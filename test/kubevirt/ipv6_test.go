@@ -24,7 +24,7 @@ var _ = Describe("an IPv6 migration network with KubeVirt's migration controller
 	// so migranet refuses the migration; the target advertising its IPv4 pod IP instead of its
 	// IPv6 migration0 address; migranet publishing another address than the one KubeVirt uses.
 	It("migrates to Succeeded with the target's IPv6 migration0 address, the one migranet publishes", func(ctx context.Context) {
-		setSetting(ctx, v1beta1.MigrationNetwork, net64)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, net64)
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		ns := f.Namespace(ctx)
 		f.StartVMI(ctx, framework.VMI(ns, "v6vm", "node-2", nil))

@@ -78,7 +78,7 @@ var _ = Describe("KubeVirt's own virt-api and virt-controller beside migranet", 
 		Expect(stderr).To(ContainSubstring("is its source node node-1"))
 
 		By("KubeVirt refusing a migration of a missing VMI while migranet, told to only warn, admits it")
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"vmiState":"warn"}}`)
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"vmiState":"warn"}}`)
 		Eventually(func(g Gomega) {
 			_, stderr, err := f.Kubectl(vmimYAML(ns, "ghost", "nope"), "create", "-f", "-")
 			g.Expect(err).To(HaveOccurred())
@@ -125,7 +125,7 @@ var _ = Describe("KubeVirt's own virt-api and virt-controller beside migranet", 
 	})
 
 	It("migrates over the configured migration network: the target listens on its migration0 address inside the range", func(ctx context.Context) {
-		setSetting(ctx, v1beta1.MigrationNetwork, net24)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, net24)
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		ns := f.Namespace(ctx)
 		f.StartVMI(ctx, framework.VMI(ns, "netvm", "node-3", nil))

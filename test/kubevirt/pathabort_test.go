@@ -193,7 +193,7 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 	It("at warn only warns; in post-copy is never aborted", func(ctx context.Context) {
 		overPlainTCP()
 		ns, _, target := vmOnNetwork(ctx, jumbo)
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"runningPathHealthy":"warn"}}`)
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"runningPathHealthy":"warn"}}`)
 		streamHeld(ctx, ns, target)
 		narrow(ctx, target, 1500)
 		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, health.ReasonMigrationPathFailing).WithTimeout(abortBound).
@@ -204,7 +204,7 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 		Expect(err).NotTo(HaveOccurred(), stderr)
 
 		By("post-copy at enforce, over the same narrowed path (admitted: pathHealthy only warns)")
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"warn"}}`)
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"warn"}}`)
 		Eventually(func() bool { return vmi(ctx, ns, "vm").Status.MigrationState.Failed }).WithTimeout(framework.Long).Should(BeTrue())
 		Eventually(func() error {
 			// The aborted migration's target pod must be gone before another starts.

@@ -90,7 +90,7 @@ func otherNode(nodes ...string) string {
 // VMI's node and another node.
 func vmOnNetwork(ctx context.Context, value string) (ns, source, target string) {
 	GinkgoHelper()
-	setSetting(ctx, v1beta1.MigrationNetwork, value)
+	f.SetSetting(ctx, v1beta1.MigrationNetwork, value)
 	waitNetworkReady(ctx, netcontroller.ReasonReady)
 	Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 	ns = f.Namespace(ctx)
@@ -107,7 +107,7 @@ func warnOnly(rules ...string) {
 		}
 		value += strconv.Quote(r) + `:"warn"`
 	}
-	setSetting(context.Background(), v1beta1.MigrationPolicy, value+"}}")
+	f.SetSetting(context.Background(), v1beta1.MigrationPolicy, value+"}}")
 }
 
 var _ = Describe("migrations the migration network cannot carry", func() {
@@ -155,7 +155,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 		Expect(vmi(ctx, ns, "vm").Status.NodeName).To(Equal(source), "a failed migration leaves the VMI on its source")
 
 		By("the cluster network back on the source: admitted under enforcement, and completed")
-		setSetting(ctx, v1beta1.MigrationPolicy, "")
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, "")
 		n := &corev1.Node{}
 		Expect(f.Client.Get(ctx, client.ObjectKey{Name: source}, n)).To(Succeed())
 		patch := client.MergeFrom(n.DeepCopy())
@@ -185,7 +185,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 		setStrategy(ctx, appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType})
 		DeferCleanup(func(ctx context.Context) { setStrategy(ctx, rolling) })
 		vlan200 := `{"clusterNetwork":"migration","vlan":200,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"]}`
-		setSetting(ctx, v1beta1.MigrationNetwork, vlan200)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, vlan200)
 		Eventually(networkCondition).WithContext(ctx).WithArguments(v1beta1.ConditionConfigured).
 			WithTimeout(framework.Long).Should(HavePrefix("True/"))
 		kv, err := f.KubeVirt(ctx)
@@ -226,7 +226,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 		Expect(ms.FailureReason).To(And(HavePrefix("Live migration failed"), ContainSubstring("VLAN 100"), ContainSubstring("VLAN 200")))
 
 		By("letting the roll finish: admitted under enforcement, and completed")
-		setSetting(ctx, v1beta1.MigrationPolicy, "")
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, "")
 		setStrategy(ctx, rolling)
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
@@ -279,7 +279,7 @@ var _ = Describe("migrations the migration network cannot carry", func() {
 		expectStalled(ms, 5)
 
 		By("the uplink back at 9000: Healthy again, admitted under enforcement, and completed")
-		setSetting(ctx, v1beta1.MigrationPolicy, "")
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, "")
 		n := &corev1.Node{}
 		Expect(f.Client.Get(ctx, client.ObjectKey{Name: target}, n)).To(Succeed())
 		patch := client.MergeFrom(n.DeepCopy())

@@ -130,7 +130,7 @@ func refusedThenPending(ctx context.Context, ns, vmi, refusal, unschedulable str
 	Eventually(func() bool {
 		return apierrors.IsNotFound(f.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "warned"}, &kubevirtv1.VirtualMachineInstanceMigration{}))
 	}).WithContext(ctx).WithTimeout(framework.Long).Should(BeTrue(), "the cancelled migration gone")
-	setSetting(ctx, v1beta1.MigrationPolicy, "")
+	f.SetSetting(ctx, v1beta1.MigrationPolicy, "")
 }
 
 // admittedAndCompleted creates a migration of vmi that migranet must admit without a warning and

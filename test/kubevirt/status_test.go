@@ -33,7 +33,7 @@ var _ = Describe("migranet status with KubeVirt's migration controller", func() 
 	BeforeEach(func() { DeferCleanup(resetSettings) })
 
 	It("follows a migration over the migration network through every phase KubeVirt drives, to completed", func(ctx context.Context) {
-		setSetting(ctx, v1beta1.MigrationNetwork, net24)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, net24)
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		ns := f.Namespace(ctx)
 		f.StartVMI(ctx, framework.VMI(ns, "watched", "node-1", nil))

@@ -46,7 +46,7 @@ func targetPod(ctx context.Context, ns string, vmim *kubevirtv1.VirtualMachineIn
 func brokenNode(ctx context.Context, node string) string {
 	GinkgoHelper()
 	jumbo := `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
-	setSetting(ctx, v1beta1.MigrationNetwork, jumbo)
+	f.SetSetting(ctx, v1beta1.MigrationNetwork, jumbo)
 	waitNetworkReady(ctx, netcontroller.ReasonReady)
 	Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 	ns := f.Namespace(ctx)
@@ -87,7 +87,7 @@ var _ = Describe("steering a migration's target pod off the paths the probe agen
 		}
 		const broken = "node-2"
 		jumbo := `{"clusterNetwork":"migration","vlan":100,"range":"192.168.100.0/24","exclude":["192.168.100.1/32"],"mtu":9000}`
-		setSetting(ctx, v1beta1.MigrationNetwork, jumbo)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, jumbo)
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 		ns := f.Namespace(ctx)
@@ -171,7 +171,7 @@ var _ = Describe("steering a migration's target pod off the paths the probe agen
 		ns := brokenNode(ctx, "node-2")
 		Expect(f.StartVMI(ctx, framework.VMI(ns, "vm", "node-1", nil)).Status.NodeName).To(Equal("node-1"))
 		By("a migration pinned to node-2 that admission lets through (its creator exempt), as one admitted just before the path broke would be")
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"exemptUsers":["admin"]}`)
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, `{"exemptUsers":["admin"]}`)
 		pinned := strings.Replace(vmimTo(ns, "late", "vm", "node-2"), "metadata: {name: late, namespace: "+ns+"}",
 			"metadata: {name: late, namespace: "+ns+", annotations: {"+kubevirtv1.MigrationUnschedulablePodTimeoutSecondsAnnotation+": \"15\"}}", 1)
 		Expect(pinned).To(ContainSubstring("migrationUnschedulablePodTimeoutSeconds"))

@@ -101,7 +101,7 @@ var _ = Describe("migrations that stream their memory over migration0", func() {
 	// Fault caught, seen to fail once: the stand-in completing after MigrationTime (the model's
 	// old way) — 0 s, not the 4 s 512 MiB need at 128 MiB/s.
 	It("moves a 512Mi VMI's memory at the stream's cap: Succeeded, in no less time than its bytes need", func(ctx context.Context) {
-		setSetting(ctx, v1beta1.MigrationNetwork, net24)
+		f.SetSetting(ctx, v1beta1.MigrationNetwork, net24)
 		waitNetworkReady(ctx, netcontroller.ReasonReady)
 		Expect(f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
 		ns := f.Namespace(ctx)
@@ -130,7 +130,7 @@ var _ = Describe("migrations that stream their memory over migration0", func() {
 		ns, source, target := vmOnNetwork(ctx, jumbo)
 		// runningPathHealthy off too: at enforce migranet aborts the stalled stream within a probe
 		// round (pathabort_test.go), before KubeVirt's progress timeout this spec is about.
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"off","runningPathHealthy":"off"}}`)
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"off","runningPathHealthy":"off"}}`)
 		setProgressTimeout(ctx, 5)
 		key := cluster.UplinkMTUAnnotationPrefix + cluster.DefaultClusterNetwork
 		patchNode(ctx, target, func(n *corev1.Node) { n.Annotations[key] = "1500" },
@@ -154,7 +154,7 @@ var _ = Describe("migrations that stream their memory over migration0", func() {
 		ns, source, target := vmOnNetwork(ctx, net24)
 		// runningPathHealthy off too: at enforce migranet aborts the stalled stream within a probe
 		// round (pathabort_test.go), before KubeVirt's progress timeout this spec is about.
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"off","runningPathHealthy":"off"}}`)
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, `{"rules":{"pathHealthy":"off","runningPathHealthy":"off"}}`)
 		setProgressTimeout(ctx, 5)
 		host := f.NodeNetworks.Fabric.Host(source)
 		Expect(nodenet.DropBridged(ctx, host, migrationIP(ctx, target))).To(Succeed())

@@ -122,7 +122,7 @@ var _ = Describe("KubeVirt's own virtctl through virt-api's aggregated API", fun
 		Expect(list.Items).To(BeEmpty())
 
 		By("listing virt-api's service account in exemptUsers: migranet no longer sees who asked")
-		setSetting(ctx, v1beta1.MigrationPolicy, `{"exemptUsers":["`+virtAPIUser+`"]}`)
+		f.SetSetting(ctx, v1beta1.MigrationPolicy, `{"exemptUsers":["`+virtAPIUser+`"]}`)
 		Eventually(func() error {
 			_, _, err := virtctl("migrate", "--dry-run", "-n", ns, "pinned")
 			return err
