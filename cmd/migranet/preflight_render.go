@@ -48,7 +48,11 @@ func (r preflightReport) print(w io.Writer, format string) error {
 		fmt.Fprintln(tw, "\t\t")
 		paths := slices.ContainsFunc(r.Nodes, func(n migrationcheck.NodeVerdict) bool { return n.Path != "" })
 		harvester := slices.ContainsFunc(r.Nodes, func(n migrationcheck.NodeVerdict) bool { return n.HarvesterOffers != nil })
+		inbound := slices.ContainsFunc(r.Nodes, func(n migrationcheck.NodeVerdict) bool { return n.Inbound != "" })
 		header := "NODE\tTARGET\t"
+		if inbound {
+			header += "INBOUND\t"
+		}
 		if harvester {
 			header += "HARVESTER OFFERS\t"
 		}
@@ -65,6 +69,9 @@ func (r preflightReport) print(w io.Writer, format string) error {
 				if paths {
 					why = "path " + n.Path
 				}
+			}
+			if inbound {
+				target += "\t" + n.Inbound
 			}
 			if harvester {
 				target += "\t" + yesNo(n.HarvesterOffers != nil && *n.HarvesterOffers)

@@ -88,4 +88,22 @@ func TestPreflightTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
+	if strings.Contains(b.String(), "INBOUND") {
+		t.Errorf("an inbound column without a budget:\n%s", b.String())
+	}
+
+	// Under a budget, each target's inbound migrations against its limit; none for a node that is
+	// no target.
+	r.Nodes = []migrationcheck.NodeVerdict{{Node: "node-1", Reason: "is its source node node-1"}, {Node: "node-2", Fits: true, Path: "verified", Inbound: "1/1 full"},
+		{Node: "node-3", Fits: true, Path: "verified", Inbound: "0/1"}}
+	b.Reset()
+	if err := r.print(&b, "table"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NODE            TARGET   INBOUND   WHY NOT / PATH FROM THE SOURCE", "node-1          no                 is its source node node-1",
+		"node-2          yes      1/1 full  path verified", "node-3          yes      0/1       path verified"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
 }

@@ -2,6 +2,7 @@ package migrationcheck
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -42,6 +43,10 @@ type NodeVerdict struct {
 	// (settings/harvestermode.OfferedTargets); nil when Harvester is not there or its offer could
 	// not be read. The rules never set it: `migranet preflight` does, beside them.
 	HarvesterOffers *bool `json:"harvesterOffers,omitempty"`
+	// Inbound is, for a node that fits, under a budget whose traffic was counted, the migrations
+	// streaming into it against its inbound limit: "1/2", "2/2 full" (rule inboundSlot and the
+	// steering pass a full node by); "" when no budget is in force or the traffic is not counted.
+	Inbound string `json:"inbound,omitempty"`
 }
 
 // PreflightResult is what the webhook would answer to a VMIM create, with every rule's verdict
@@ -115,6 +120,7 @@ func ruleVerdicts(in *CreateInput, ds []Decision) []RuleVerdict {
 func TargetNodes(in *CreateInput) []NodeVerdict {
 	t, conflict := newTarget(in)
 	out := make([]NodeVerdict, 0, len(in.Nodes))
+	limits := settings.MigrationLimitsOf(in.KubeVirt)
 	for _, n := range in.Nodes {
 		if n == nil {
 			continue
@@ -129,6 +135,9 @@ func TargetNodes(in *CreateInput) []NodeVerdict {
 				nv.Fits, nv.Path = false, ""
 				nv.Reason = "excluded: its migration path from " + t.source + " fails: " + strings.TrimPrefix(t.pathVerdict(n.Name), "failing: ")
 			}
+			if nv.Fits && in.Policy != nil && in.Policy.Budget != nil && in.Traffic != nil {
+				nv.Inbound = inboundWords(in.Traffic.In[n.Name], limits.InboundLimit(in.Policy.Budget.For(n.Labels)))
+			}
 		} else {
 			g := group{v: v, count: 1}
 			nv.Reason = strings.TrimPrefix(t.reason(&g), "1 ")
@@ -136,4 +145,13 @@ func TargetNodes(in *CreateInput) []NodeVerdict {
 		out = append(out, nv)
 	}
 	return out
+}
+
+// inboundWords is a node's inbound migrations against its limit: "1/2", or "2/2 full".
+func inboundWords(in, limit int) string {
+	w := fmt.Sprintf("%d/%d", in, limit)
+	if in >= limit {
+		w += " full"
+	}
+	return w
 }

@@ -4,9 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/migranet/migranet/settings"
+	"github.com/migranet/migranet/settings/v1beta1"
 	"github.com/migranet/migranet/webhook/migrationcheck/checktest"
 )
 
@@ -90,5 +92,42 @@ func TestInboundSlotModes(t *testing.T) {
 	in.Policy.ExemptUsers = []string{in.User}
 	if ds := EvaluateCreate(in); len(ds) != 0 {
 		t.Errorf("exempt user: %+v, want none", ds)
+	}
+}
+
+// TestTargetNodesInbound: the preflight node table's inbound column. Faults caught, each seen to
+// fail once: "full" from > instead of >= (node-1 at 1 of 1 not full: the near miss), the limit
+// taken without the node's override (node-1's nic=25g gives 2), a node that is no target given a
+// count (the source, a cordoned node, one behind a failing path), the column filled with no budget
+// in force.
+func TestTargetNodesInbound(t *testing.T) {
+	in := budgetCreate("1Gi", 1, map[string]int{"node-1": 1, "node-2": 1})
+	cordoned := node("node-4")
+	checktest.Cordoned(cordoned)
+	in.Nodes = append(in.Nodes, cordoned)
+	got := func(c CreateInput) map[string]string {
+		out := map[string]string{}
+		for _, nv := range TargetNodes(&c) {
+			out[nv.Node] = nv.Inbound
+		}
+		return out
+	}
+	want := map[string]string{"node-0": "", "node-1": "1/1 full", "node-2": "1/1 full", "node-3": "0/1", "node-4": ""}
+	if d := gocmp.Diff(want, got(in)); d != "" {
+		t.Errorf("inbound (-want +got):\n%s", d)
+	}
+	behind := in
+	behind.Paths = healthOf(report("node-0", failing("node-3", v1beta1.PathMTU, 1500)), report("node-1"), report("node-2"), report("node-3"))
+	if d := gocmp.Diff(map[string]string{"node-0": "", "node-1": "1/1 full", "node-2": "1/1 full", "node-3": "", "node-4": ""}, got(behind)); d != "" {
+		t.Errorf("inbound with node-3 behind a failing path (-want +got):\n%s", d)
+	}
+	in.Policy.Budget.Nodes = []settings.BudgetOverride{{Selector: map[string]string{"nic": "25g"}, InboundMigrations: 2}}
+	want["node-1"] = "1/2"
+	if d := gocmp.Diff(want, got(in)); d != "" {
+		t.Errorf("inbound with node-1's override (-want +got):\n%s", d)
+	}
+	in.Policy.Budget = nil
+	if d := gocmp.Diff(map[string]string{"node-0": "", "node-1": "", "node-2": "", "node-3": "", "node-4": ""}, got(in)); d != "" {
+		t.Errorf("inbound without a budget (-want +got):\n%s", d)
 	}
 }
