@@ -273,10 +273,11 @@ func notIn(nodes []string) []corev1.NodeSelectorRequirement {
 	return out
 }
 
-// Notable reports whether s excludes, avoids or prefers against a node, or leaves none: more
+// Notable reports whether s excludes, avoids or prefers against a node, spreads from other
+// target pods, or leaves none: more
 // than the cluster network every target pod of a migration network is kept to.
 func (s *Steering) Notable() bool {
-	return len(s.Excluded) > 0 || len(s.Avoided) > 0 || len(s.Unverified) > 0 || len(s.AtInboundLimit) > 0 || s.NoTarget != ""
+	return len(s.Excluded) > 0 || len(s.Avoided) > 0 || len(s.Unverified) > 0 || len(s.AtInboundLimit) > 0 || len(s.SpreadFrom) > 0 || s.NoTarget != ""
 }
 
 // Summary words s in one line for the migration's event: what was excluded and why, what is
@@ -304,6 +305,9 @@ func (s *Steering) Summary() string {
 	}
 	if len(s.AtInboundLimit) > 0 {
 		parts = append(parts, "preferred against, at their inbound migration limit: "+words(s.AtInboundLimit))
+	}
+	if n := len(s.SpreadFrom); n > 0 {
+		parts = append(parts, fmt.Sprintf("spread from the target %s of %d other %s being placed", settings.Plural(n, "pod", "pods"), n, settings.Plural(n, "migration", "migrations")))
 	}
 	if s.NoTarget != "" {
 		parts = append(parts, "no node is left for it: "+s.NoTarget+"; the pod stays Pending and KubeVirt fails the migration when it times out")

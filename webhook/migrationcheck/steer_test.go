@@ -257,7 +257,7 @@ func BenchmarkSteerWorstCasePaths(b *testing.B) {
 // TestSteeringSummary: the event's line names each exclusion and its reason, the preference, and
 // a missing target. Faults caught, each seen to fail once: the cluster network requirement worded
 // in every event (noise on every migration); a stray separator when nothing but the missing target
-// is said.
+// is said; a steering whose only change is the spread term left without its event.
 func TestSteeringSummary(t *testing.T) {
 	tests := []struct {
 		s       Steering
@@ -271,6 +271,10 @@ func TestSteeringSummary(t *testing.T) {
 			"target pod of migration m from node-1: no node is left for it: none fits; the pod stays Pending and KubeVirt fails the migration when it times out", true},
 		{Steering{Migration: "m", Source: "node-1", Avoided: []Exclusion{{Node: "node-2", Message: "why"}}},
 			"target pod of migration m from node-1: avoided, not excluded (pathHealthy is in warn mode): node-2 (why)", true},
+		{Steering{Migration: "m", Source: "node-1", SpreadFrom: []string{"uid-a", "uid-b"}},
+			"target pod of migration m from node-1: spread from the target pods of 2 other migrations being placed", true},
+		{Steering{Migration: "m", Source: "node-1", SpreadFrom: []string{"uid-a"}, AtInboundLimit: []Exclusion{{Node: "node-2", Message: "1 of 1 in"}}},
+			"target pod of migration m from node-1: preferred against, at their inbound migration limit: node-2 (1 of 1 in); spread from the target pod of 1 other migration being placed", true},
 	}
 	for _, tt := range tests {
 		if got := tt.s.Summary(); got != tt.want || tt.s.Notable() != tt.notable {
