@@ -2,6 +2,7 @@ package slots
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -122,6 +123,26 @@ func TestReserve(t *testing.T) {
 			t.Errorf("stored %v, want theirs and mine", got)
 		}
 	})
+}
+
+// TestReserveDeadline: an API server that does not answer costs Reserve its Timeout, not the
+// webhook's whole 5 s (past which the API server admits the migration with no word: failurePolicy
+// Ignore). Fault caught, seen to fail once: the deadline not applied (the read blocks until the
+// test's own 5 s context ends).
+func TestReserveDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	base := fake.NewClientBuilder().WithScheme(scheme(t)).Build()
+	hung := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{Get: func(ctx context.Context, _ client.WithWatch, _ client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}})
+	s := &Store{Reader: hung, Writer: base, Namespace: "migranet-system", Timeout: 50 * time.Millisecond}
+	start := time.Now()
+	ok, err := s.Reserve(ctx, Reservation{UID: "mine"}, func([]Reservation) bool { return true })
+	if ok || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Fatalf("Reserve = %v, %v after %v (the caller's context: %v); want the store's own deadline", ok, err, time.Since(start), ctx.Err())
+	}
 }
 
 func read(t *testing.T, c client.Reader) []Reservation {

@@ -16,6 +16,12 @@ import (
 // together, each conflicting write costs one more round.
 const attempts = 8
 
+// Timeout bounds a whole Reserve (every read and write): the VMIM webhook's own timeout is 5 s and
+// its failurePolicy Ignore, so an API server slower than that would have the migration admitted
+// with no word at all; past this bound the webhook still answers, judged without the other
+// replicas' reservations and saying so in a warning.
+const Timeout = 2 * time.Second
+
 // ErrContended is Reserve's error when every round's write conflicted with another's.
 var ErrContended = errors.New("the reservations changed under every attempt")
 
@@ -27,17 +33,26 @@ type Store struct {
 	Namespace string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Timeout bounds a Reserve; 0 is Timeout.
+	Timeout time.Duration
 }
 
 // Reserve reads the live reservations, asks judge whether the migration of r may take a slot
 // with them counted, and when it may, writes them back with r added (expiring TTL from now),
 // expired ones dropped. A write that conflicts starts the round again with what the other writer
-// wrote. reserved is whether r was written; judge's "no" is reserved false with no error.
+// wrote. reserved is whether r was written; judge's "no" is reserved false with no error. The
+// whole of it gets s.Timeout: past it the read or write in progress fails with the deadline.
 func (s *Store) Reserve(ctx context.Context, r Reservation, judge func(live []Reservation) bool) (reserved bool, err error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	key := client.ObjectKey{Namespace: s.Namespace, Name: ConfigMapName}
 	for range attempts {
 		cm := &corev1.ConfigMap{}
