@@ -289,8 +289,9 @@ var _ = Describe("a streaming migration whose path breaks", func() {
 			// What the source's report said at the timeout: whether the break was found, and dated.
 			r := &v1beta1.PathReport{}
 			err := f.Client.Get(ctx, client.ObjectKey{Name: source}, r)
-			return fmt.Sprintf("%.1f s after the break, the source's report (read: %v): last round %+v, failing %+v",
-				time.Since(broke).Seconds(), err, r.LastRound, r.Failing)
+			return fmt.Sprintf("%.1f s after the break, the source's report (read: %v): last round %+v, failing %+v; agents restarted by their liveness probe: source %d (%s), target %d (%s)",
+				time.Since(broke).Seconds(), err, r.LastRound, r.Failing, f.ProbeAgents.Restarts(source), f.ProbeAgents.RestartReason(source),
+				f.ProbeAgents.Restarts(target), f.ProbeAgents.RestartReason(target))
 		})
 		GinkgoWriter.Printf("a break after a passing round aborted %.1f s after it (bound %s)\n", time.Since(broke).Seconds(), abortBound)
 		Eventually(pathEvents).WithContext(ctx).WithArguments(ns, health.ReasonMigrationPathBroken).WithTimeout(framework.Short).
