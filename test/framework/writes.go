@@ -48,9 +48,17 @@ func (f *Framework) SetUplinkMTU(ctx context.Context, node string, mtu int) {
 // settings webhook admits.
 func (f *Framework) SetSetting(ctx context.Context, name, value string) {
 	GinkgoHelper()
+	Expect(f.PatchSetting(ctx, name, value)).To(Succeed())
+}
+
+// PatchSetting is SetSetting returning the error: the settings webhook's refusal, for a caller
+// that waits until it admits (a network change waits for the migrations in flight).
+func (f *Framework) PatchSetting(ctx context.Context, name, value string) error {
 	s := &v1beta1.Setting{}
-	Expect(f.Client.Get(ctx, client.ObjectKey{Name: name}, s)).To(Succeed())
+	if err := f.Client.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
+		return err
+	}
 	patch := client.MergeFrom(s.DeepCopy())
 	s.Value = value
-	Expect(f.Client.Patch(ctx, s, patch)).To(Succeed())
+	return f.Client.Patch(ctx, s, patch)
 }

@@ -51,8 +51,11 @@ func waitNetworkReady(ctx context.Context, readyReason string) {
 // Available KubeVirt: with the pod network, Ready does not wait for the virt-handler roll that
 // takes migration0 away, but migranet's kubevirtReady rule (and so the next spec) does.
 func resetSettings(ctx context.Context) {
+	// A migration admitted while the spec's cleanup ran (ci: a drained VMI's evacuation, once the
+	// path healed, in a namespace being deleted) holds the network change back until it ends, as
+	// the settings webhook tells an admin: wait until it succeeds or fails.
 	for _, name := range []string{v1beta1.MigrationPolicy, v1beta1.MigrationNetwork} {
-		f.SetSetting(ctx, name, "")
+		EventuallyWithOffset(1, f.PatchSetting).WithContext(ctx).WithArguments(name, "").WithTimeout(framework.Long).Should(Succeed())
 	}
 	waitNetworkReady(ctx, netcontroller.ReasonPodNetwork)
 	ExpectWithOffset(1, f.WaitKubeVirtAvailable(ctx, framework.Long)).To(Succeed())
