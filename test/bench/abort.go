@@ -243,13 +243,7 @@ func healthy(ctx context.Context, e *env.Env) (bool, error) {
 
 // setValue sets a migranet Setting's value.
 func setValue(ctx context.Context, e *env.Env, name, value string) error {
-	s := &v1beta1.Setting{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(s.DeepCopy())
-	s.Value = value
-	return e.Client.Patch(ctx, s, patch)
+	return framework.PatchSetting(ctx, e.Client, name, value)
 }
 
 // until polls cond every 100 ms until it holds, fails, or timeout passes.

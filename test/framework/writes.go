@@ -54,11 +54,17 @@ func (f *Framework) SetSetting(ctx context.Context, name, value string) {
 // PatchSetting is SetSetting returning the error: the settings webhook's refusal, for a caller
 // that waits until it admits (a network change waits for the migrations in flight).
 func (f *Framework) PatchSetting(ctx context.Context, name, value string) error {
+	return PatchSetting(ctx, f.Client, name, value)
+}
+
+// PatchSetting sets the value of the Setting name through c (for callers without a Framework:
+// the benches).
+func PatchSetting(ctx context.Context, c client.Client, name, value string) error {
 	s := &v1beta1.Setting{}
-	if err := f.Client.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
 		return err
 	}
 	patch := client.MergeFrom(s.DeepCopy())
 	s.Value = value
-	return f.Client.Patch(ctx, s, patch)
+	return c.Patch(ctx, s, patch)
 }
